@@ -1,0 +1,49 @@
+# Two commands a new user needs (see README):
+#   make run    set up the environment and run the whole workflow on the embedded default (2 cores, no GPU)
+#   make test   set up the environment and run the test suite (slow end-to-end tests: make test-slow)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+CORES  ?= 2
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export MPLBACKEND ?= Agg
+
+.PHONY: setup run dry-run test test-slow lint bench report clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+run: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES)
+
+dry-run: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) -n
+
+report: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) --report results/report.zip
+
+test: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+
+test-slow: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow
+
+lint: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+
+bench: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/bench_bandit.py
+
+clean:
+	rm -rf results logs .snakemake

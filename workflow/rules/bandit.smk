@@ -1,0 +1,106 @@
+# Section 5.6: the exact softmax-bandit reduction (Figures 6 and 7) and a measured verdict on its claims.
+
+
+rule bandit_calibrate:
+    output:
+        "results/bandit/calibration.json",
+    log:
+        "logs/bandit/calibrate.log",
+    benchmark:
+        "results/benchmarks/bandit_calibrate.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit calibrate --section-json {params.bandit:q} --out {output} > {log} 2>&1"
+
+
+rule bandit_sweep:
+    input:
+        "results/bandit/calibration.json",
+    output:
+        csv="results/bandit/figure6.csv",
+        pdf=report(
+            "results/bandit/figure6.pdf",
+            caption="../report/figure6.rst",
+            category="5. Softmax bandit",
+        ),
+        png="results/bandit/figure6.png",
+    log:
+        "logs/bandit/sweep.log",
+    benchmark:
+        "results/benchmarks/bandit_sweep.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit sweep --section-json {params.bandit:q} --calibration {input}"
+        " --csv {output.csv} --pdf {output.pdf} --png {output.png} > {log} 2>&1"
+
+
+rule bandit_regime_map:
+    input:
+        "results/bandit/calibration.json",
+    output:
+        csv="results/bandit/regime_map_{refresh}_{gradient}.csv",
+        pdf=report(
+            "results/bandit/figure7_{refresh}_{gradient}.pdf",
+            caption="../report/figure7.rst",
+            category="5. Softmax bandit",
+        ),
+        png="results/bandit/figure7_{refresh}_{gradient}.png",
+    log:
+        "logs/bandit/regime_map_{refresh}_{gradient}.log",
+    benchmark:
+        "results/benchmarks/bandit_regime_map_{refresh}_{gradient}.tsv"
+    wildcard_constraints:
+        refresh="sliding|periodic",
+        gradient="importance_weighted|stale",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=20,
+        mem_mb=4000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit regime-map --section-json {params.bandit:q} --calibration {input}"
+        " --refresh {wildcards.refresh} --gradient {wildcards.gradient}"
+        " --csv {output.csv} --pdf {output.pdf} --png {output.png} > {log} 2>&1"
+
+
+rule bandit_verdict:
+    input:
+        calibration="results/bandit/calibration.json",
+        sweep="results/bandit/figure6.csv",
+        maps=regime_map_csvs(),
+    output:
+        md=report(
+            "results/bandit/verdict.md",
+            caption="../report/bandit_verdict.rst",
+            category="5. Softmax bandit",
+        ),
+        table_csv="results/bandit/threshold_table.csv",
+        table_md="results/bandit/threshold_table.md",
+        table_tex="results/bandit/threshold_table.tex",
+    log:
+        "logs/bandit/verdict.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit verdict --section-json {params.bandit:q} --calibration {input.calibration}"
+        " --sweep {input.sweep} --maps {input.maps} --md {output.md} --table-csv {output.table_csv}"
+        " --table-md {output.table_md} --table-tex {output.table_tex} > {log} 2>&1"

@@ -1,0 +1,35 @@
+# Section 4.2: GRPO per (model, G, seed) with TRL's GRPOTrainer and peft LoRA (Table 2), logged at every step.
+
+
+rule train:
+    input:
+        model=model_inputs,
+        data=data_inputs,
+    output:
+        log="results/train/{model}/G{G}/seed{seed}/log.csv",
+        meta="results/train/{model}/G{G}/seed{seed}/meta.json",
+        merged=directory("results/train/{model}/G{G}/seed{seed}/merged"),
+    log:
+        "logs/train/{model}/G{G}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/train/{model}/G{G}/seed{seed}.tsv"
+    wildcard_constraints:
+        G=r"\d+",
+        seed=r"\d+",
+    conda:
+        "../../envs/train.yaml"
+    threads: config["training"]["resources"]["threads"]
+    resources:
+        gpu=config["training"]["resources"]["gpus"],
+        runtime=config["training"]["resources"]["runtime_min"],
+        mem_mb=config["training"]["resources"]["mem_mb"],
+    params:
+        model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
+        data=as_json("data"),
+        training=as_json("training"),
+        launcher=lambda wildcards, resources: train_launcher(resources.gpu),
+        out_dir=lambda wildcards: run_dir(wildcards.model, wildcards.G, wildcards.seed),
+    shell:
+        "OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q} --data-json {params.data:q}"
+        " --training-json {params.training:q} --G {wildcards.G} --seed {wildcards.seed}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
