@@ -25,6 +25,7 @@ include: "workflow/rules/model.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/fit.smk"
+include: "workflow/rules/diagnose.smk"
 
 
 rule all:

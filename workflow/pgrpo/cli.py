@@ -163,6 +163,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="output JSON (default: print a summary only)")
     p.add_argument("--png", help="output figure")
 
+    p = sub.add_parser("diagnostics", help="Figures 2-5: the four diagnostics with verdicts, per model and G")
+    _add_section_args(p)
+    p.add_argument("--aggregates", nargs="+", required=True)
+    p.add_argument("--metas", nargs="*", default=[])
+    p.add_argument("--fits", nargs="*", default=[])
+    p.add_argument("--json", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--figures", required=True, help="directory for figure2..figure5 .pdf/.png")
+
+    p = sub.add_parser("diagnose", help="diagnose any TRL run's log (CSV or trainer_state.json) with verdicts")
+    _add_section_args(p)
+    p.add_argument("log", help="log.csv, a CSV with train/ eval/ names, or a trainer_state.json")
+    p.add_argument("--meta", help="meta.json with eta, mu, k_ref, G (for the stability threshold)")
+    p.add_argument("--G", type=int, help="group size, if neither the path nor --meta says")
+    p.add_argument("--json", help="write the diagnosis as JSON")
+    p.add_argument("--md", help="write the diagnosis as Markdown (default: print it)")
+    p.add_argument("--figures", help="directory for figures")
+
     p = sub.add_parser("forecast-summary", help="forecast errors and their spread across seeds")
     p.add_argument("forecasts", nargs="+")
     p.add_argument("--csv", required=True)
@@ -290,7 +308,27 @@ def _forecast(args):
     section = _section(args, "fitting")
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
     fitting.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
-                         meta_json=args.meta, out_png=args.png)
+                         meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"))
+
+
+@verb("diagnostics")
+def _diagnostics(args):
+    from pgrpo import diagnostics
+
+    diagnostics.run_diagnostics(aggregate_csvs=args.aggregates, out_json=args.json, out_md=args.md,
+                                out_dir_figures=args.figures, meta_jsons=args.metas, fit_jsons=args.fits,
+                                diagnostics=_section(args, "diagnostics"))
+
+
+@verb("diagnose")
+def _diagnose(args):
+    from pgrpo import diagnostics
+
+    section = _section(args, "diagnostics") if (args.section_json or args.config) else None
+    report = diagnostics.run_diagnose(log_path=args.log, out_json=args.json, out_md=args.md, meta_json=args.meta,
+                                      diagnostics=section, G=args.G, out_dir_figures=args.figures)
+    if not args.md:
+        print(report.to_markdown())
 
 
 @verb("forecast-summary")

@@ -89,6 +89,7 @@ def all_targets():
             "results/figures/figure1.pdf",
             *[f"results/fit/{model}/fits.md" for model in config["models"]],
             "results/forecast/summary.md",
+            "results/diagnostics/verdicts.md",
         ]
     return targets
 
