@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = bandit.add_parser("sweep", help="Figure 6: the K_ref sweep")
     _add_section_args(p)
     p.add_argument("--calibration", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--csv", required=True, help="the curves of Figure 6")
+    p.add_argument("--regimes-csv", required=True, help="the regime of every K_ref of the sweep")
     p.add_argument("--pdf", required=True)
     p.add_argument("--png", required=True)
     p = bandit.add_parser("regime-map", help="Figure 7: the (eta, K_ref) regime map of one reading")
@@ -107,12 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = bandit.add_parser("verdict", help="threshold table and a verdict on each claim of Section 5.6")
     _add_section_args(p)
     p.add_argument("--calibration", required=True)
-    p.add_argument("--sweep", required=True, help="figure6.csv")
+    p.add_argument("--sweep-regimes", required=True, help="the sweep's regimes CSV")
+    p.add_argument("--sensitivity", help="sensitivity CSV (verdicts for other reward shapes)")
     p.add_argument("--maps", nargs="+", required=True, help="regime_map_{refresh}_{gradient}.csv files")
     p.add_argument("--md", required=True)
     p.add_argument("--table-csv", required=True)
     p.add_argument("--table-md", required=True)
     p.add_argument("--table-tex", required=True)
+    p = bandit.add_parser("sensitivity", help="the verdicts again for other reward shapes (the paper gives none)")
+    _add_section_args(p)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
 
     data = sub.add_parser("data", help="datasets").add_subparsers(dest="data_verb", required=True, metavar="STEP")
     p = data.add_parser("synthetic", help="write the synthetic GSM8K-style sft/train/test sets")
@@ -239,13 +245,15 @@ def _bandit(args):
     if args.bandit_verb == "calibrate":
         bandit_report.run_calibrate(section, args.out)
     elif args.bandit_verb == "sweep":
-        bandit_report.run_sweep(section, args.calibration, args.csv, args.pdf, args.png)
+        bandit_report.run_sweep(section, args.calibration, args.csv, args.regimes_csv, args.pdf, args.png)
     elif args.bandit_verb == "regime-map":
         bandit_report.run_regime_map(section, args.calibration, args.refresh, args.gradient, args.csv, args.pdf,
                                      args.png)
     elif args.bandit_verb == "verdict":
-        bandit_report.run_verdict(section, args.calibration, args.sweep, args.maps, args.md, args.table_csv,
-                                  args.table_md, args.table_tex)
+        bandit_report.run_verdict(section, args.calibration, args.sweep_regimes, args.maps, args.md, args.table_csv,
+                                  args.table_md, args.table_tex, sensitivity_csv=args.sensitivity)
+    elif args.bandit_verb == "sensitivity":
+        bandit_report.run_sensitivity(section, args.csv, args.md)
 
 
 @verb("data")

@@ -115,16 +115,18 @@ def check_config_semantics(config: Mapping[str, Any]) -> None:
             raise InputError(f"Invalid configuration: config key 'models.{name}.path' is needed with build_tiny")
     training = config.get("training") or {}
     if training:
-        per_device = training.get("per_device_train_batch_size", 1)
-        accumulation = training.get("gradient_accumulation_steps", 1)
+        # TRL: num_generations must divide the generation batch, per-device batch x processes x steps_per_generation
+        per_device = training.get("per_device_train_batch_size", 4)
+        accumulation = training.get("gradient_accumulation_steps", 4)
         steps_per_generation = training.get("steps_per_generation") or accumulation
-        generation_batch = per_device * steps_per_generation
+        processes = max(1, int((training.get("resources") or {}).get("gpus", 0)))
+        generation_batch = per_device * processes * steps_per_generation
         for G in sizes:
             if generation_batch % G:
                 raise InputError(
                     f"Invalid configuration: config key 'group_sizes' has G={G}, which does not divide the "
-                    f"generation batch training.per_device_train_batch_size x steps_per_generation = "
-                    f"{per_device} x {steps_per_generation} = {generation_batch}"
+                    f"generation batch training.per_device_train_batch_size x GPUs x steps_per_generation = "
+                    f"{per_device} x {processes} x {steps_per_generation} = {generation_batch}"
                 )
 
 

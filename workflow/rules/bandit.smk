@@ -24,6 +24,7 @@ rule bandit_sweep:
         "results/bandit/calibration.json",
     output:
         csv="results/bandit/figure6.csv",
+        regimes="results/bandit/figure6_regimes.csv",
         pdf=report(
             "results/bandit/figure6.pdf",
             caption="../report/figure6.rst",
@@ -43,7 +44,7 @@ rule bandit_sweep:
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit sweep --section-json {params.bandit:q} --calibration {input}"
-        " --csv {output.csv} --pdf {output.pdf} --png {output.png} > {log} 2>&1"
+        " --csv {output.csv} --regimes-csv {output.regimes} --pdf {output.pdf} --png {output.png} > {log} 2>&1"
 
 
 rule bandit_regime_map:
@@ -80,7 +81,8 @@ rule bandit_regime_map:
 rule bandit_verdict:
     input:
         calibration="results/bandit/calibration.json",
-        sweep="results/bandit/figure6.csv",
+        sweep="results/bandit/figure6_regimes.csv",
+        sensitivity="results/bandit/sensitivity.csv",
         maps=regime_map_csvs(),
     output:
         md=report(
@@ -102,5 +104,23 @@ rule bandit_verdict:
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit verdict --section-json {params.bandit:q} --calibration {input.calibration}"
-        " --sweep {input.sweep} --maps {input.maps} --md {output.md} --table-csv {output.table_csv}"
+        " --sweep-regimes {input.sweep} --sensitivity {input.sensitivity} --maps {input.maps} --md {output.md} --table-csv {output.table_csv}"
         " --table-md {output.table_md} --table-tex {output.table_tex} > {log} 2>&1"
+
+
+rule bandit_sensitivity:
+    output:
+        csv="results/bandit/sensitivity.csv",
+        md="results/bandit/sensitivity.md",
+    log:
+        "logs/bandit/sensitivity.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit sensitivity --section-json {params.bandit:q}"
+        " --csv {output.csv} --md {output.md} > {log} 2>&1"
