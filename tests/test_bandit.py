@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from pgrpo import bandit
+from pgrpo import bandit, theory
 from pgrpo import bandit_report as br
 from pgrpo.errors import InputError
 
@@ -291,22 +291,22 @@ def test_classify_many_matches_single_calls():
 def test_zeta_one_curve_and_threshold():
     k, mu = 0.12, 0.8
     etas = np.array([0.01, 0.03, 0.06])
-    k_refs = br._zeta_one_k_ref(etas, mu, k)
-    np.testing.assert_allclose(br._zeta(etas, mu, k, k_refs), 1.0, rtol=1e-10)
+    k_refs = theory.critical_damping_refresh_interval(etas, mu, k)
+    np.testing.assert_allclose(theory.damping_ratio(etas, mu, k, k_refs), 1.0, rtol=1e-10)
     # beyond eta = (1 - mu)^2 / (2 K (1 + mu)) zeta < 1 already at K_ref = 0
     eta_c = (1 - mu) ** 2 / (2 * k * (1 + mu))
-    assert br._zeta_one_k_ref(np.array([1.01 * eta_c]), mu, k)[0] == 0.0
-    assert br._zeta(1.01 * eta_c, mu, k, 0.0) < 1.0
-    assert k * 0.3 * br._threshold_k_ref(0.3, mu, k) == pytest.approx(1 - mu)
-    assert br._zeta(0.3, mu, k, br._threshold_k_ref(0.3, mu, k)) == pytest.approx(0.0, abs=1e-12)
+    assert theory.critical_damping_refresh_interval(np.array([1.01 * eta_c]), mu, k)[0] == 0.0
+    assert theory.damping_ratio(1.01 * eta_c, mu, k, 0.0) < 1.0
+    assert k * 0.3 * theory.critical_refresh_interval(0.3, mu, k) == pytest.approx(1 - mu)
+    assert theory.damping_ratio(0.3, mu, k, theory.critical_refresh_interval(0.3, mu, k)) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("k_ref", [0, 3, 5.5556, 12])
+@pytest.mark.parametrize("k_ref", [0, 3, 5, 6, 12])
 def test_theorem7_trajectory_solves_the_oscillator_from_rest(k_ref):
     eta, mu, k = 0.3, 0.8, 0.12
-    mass, damping, _ = br._eq9_coefficients(eta, mu, k, k_ref)
+    mass, damping, _ = theory.effective_coefficients(eta, mu, k, k_ref)
     # fine time grid via a rescaled call: evaluate e(t) on the integer grid and check the ODE by finite differences
-    p = br._theorem7_trajectory(0.4, 1.35, 60, eta, mu, k, k_ref)
+    p = theory.predicted_trajectory(0.4, 1.35, 60, eta, mu, k, k_ref)
     assert p[0] == pytest.approx(0.4)
     h = 1e-4
     e = lambda t: _theorem7_at(t, 0.4, 1.35, mass, damping, k)  # noqa: E731

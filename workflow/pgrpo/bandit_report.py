@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pgrpo import bandit
+from pgrpo import bandit, theory
 from pgrpo.atomic import save_figure, write_csv, write_json, write_text
 from pgrpo.errors import InputError
 
@@ -275,62 +275,6 @@ def _rewards(value: Any, key: str) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Closed forms of Eq. 9-11 needed for the dashed curves.
-# Kept private here so the stage does not depend on pgrpo.theory (the closed forms of Section 3, written
-# separately); they are the same formulas: M_eff, C_eff of Eq. 9 at delta = 1, zeta of Eq. 10, Eq. 11.
-# ----------------------------------------------------------------------------------------------------------------
-def _eq9_coefficients(eta, mu, stiffness, k_ref):
-    """``(M_eff, C_eff, K_eff)`` of Eq. 9 with ``delta = 1`` and ``tau = K_ref``."""
-    tau = np.asarray(k_ref, float)
-    mass = ((1 + mu) + stiffness * eta * tau**2) / (2 * eta)
-    damping = ((1 - mu) - stiffness * eta * tau) / eta
-    return mass, damping, stiffness
-
-
-def _zeta(eta, mu, stiffness, k_ref):
-    """Damping ratio of Eq. 10."""
-    x = stiffness * eta * np.asarray(k_ref, float)
-    return ((1 - mu) - x) / np.sqrt(2 * stiffness * eta * ((1 + mu) + x * np.asarray(k_ref, float)))
-
-
-def _threshold_k_ref(eta, mu, stiffness):
-    """Proposition 9 / Eq. 11: the refresh interval at which ``K eta K_ref = 1 - mu``."""
-    return (1 - mu) / (stiffness * np.asarray(eta, float))
-
-
-def _zeta_one_k_ref(eta, mu, stiffness):
-    """The ``K_ref`` at which Eq. 10 gives ``zeta = 1`` (``zeta < 1`` beyond it); 0 where ``zeta < 1`` already at
-    ``K_ref = 0``. With ``x = K eta K_ref``, ``zeta = 1`` reads ``x^2 + 2 (1 - mu) x - (1 - mu)^2 + 2 K eta (1 + mu)
-    = 0``, whose non-negative root is ``x = sqrt(2 (1 - mu)^2 - 2 K eta (1 + mu)) - (1 - mu)``."""
-    eta = np.asarray(eta, float)
-    ke = stiffness * eta
-    disc = 2 * (1 - mu) ** 2 - 2 * ke * (1 + mu)
-    x = np.sqrt(np.maximum(disc, 0.0)) - (1 - mu)
-    return np.where(x > 0, x / ke, 0.0)
-
-
-def _theorem7_trajectory(p0: float, p_star: float, steps: int, eta: float, mu: float, stiffness: float,
-                         k_ref: float) -> np.ndarray:
-    """Deterministic part of Eq. 8 from rest, ``e(0) = p0 - p*``, ``e'(0) = 0``, at ``t = 0..steps``.
-
-    With roots ``s_{1,2}`` of ``M s^2 + C s + K = 0``: ``e = e0 (s2 e^{s1 t} - s1 e^{s2 t}) / (s2 - s1)`` (complex
-    roots allowed; the repeated root gives ``e0 (1 - s t) e^{s t}``).
-    """
-    mass, damping, k = _eq9_coefficients(eta, mu, stiffness, k_ref)
-    t = np.arange(steps + 1, dtype=float)
-    e0 = p0 - p_star
-    disc = complex(damping**2 - 4 * mass * k)
-    s1 = (-damping + np.sqrt(disc)) / (2 * mass)
-    s2 = (-damping - np.sqrt(disc)) / (2 * mass)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if abs(s1 - s2) < 1e-12 * max(abs(s1), 1e-300):
-            e = e0 * (1 - s1 * t) * np.exp(s1 * t)
-        else:
-            e = e0 * (s2 * np.exp(s1 * t) - s1 * np.exp(s2 * t)) / (s2 - s1)
-    return p_star + np.real(e)
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Calibration
 # ----------------------------------------------------------------------------------------------------------------
 def _require_file(path: str, what: str) -> Path:
@@ -430,7 +374,7 @@ def sweep_frames(settings: BanditSettings, calibration: dict, progress: bool = F
         result = bandit.run(r, s.eta, s.mu, settings.beta, k_all, steps, refresh=reading.refresh,
                             gradient=reading.gradient, progress=progress)
         cls = _classify_run(result, calibration, settings.classification)
-        zeta = _zeta(s.eta, s.mu, stiffness, k_all)
+        zeta = theory.damping_ratio(s.eta, s.mu, stiffness, k_all)
         regimes.append(pd.DataFrame({
             "refresh": reading.refresh, "gradient": reading.gradient, "eta": s.eta, "mu": s.mu, "k_ref": k_all,
             "K_eta_K_ref": stiffness * s.eta * k_all, "zeta_eq10": zeta, "plotted": np.isin(k_all, s.k_refs),
@@ -441,7 +385,7 @@ def sweep_frames(settings: BanditSettings, calibration: dict, progress: bool = F
             curves.append(pd.DataFrame({
                 "refresh": reading.refresh, "gradient": reading.gradient, "k_ref": k, "t": t,
                 "p_exact": result.p[row, : s.steps + 1],
-                "p_theorem7": _theorem7_trajectory(p_ref, p_star, s.steps, s.eta, s.mu, stiffness, k)}))
+                "p_theorem7": theory.predicted_trajectory(p_ref, p_star, s.steps, s.eta, s.mu, stiffness, int(k))}))
     return pd.concat(curves, ignore_index=True), pd.concat(regimes, ignore_index=True)
 
 
@@ -526,7 +470,7 @@ def regime_map_frame(settings: BanditSettings, calibration: dict, reading: Readi
     frame = pd.DataFrame({
         "refresh": reading.refresh, "gradient": reading.gradient, "eta": eta_grid.ravel(), "k_ref": k_grid.ravel(),
         "mu": m.mu, "K_eta_K_ref": (stiffness * eta_grid * k_grid).ravel(),
-        "zeta_eq10": _zeta(eta_grid, m.mu, stiffness, k_grid).ravel(),
+        "zeta_eq10": theory.damping_ratio(eta_grid, m.mu, stiffness, k_grid).ravel(),
         **{key: np.asarray(value).ravel() for key, value in cls.items()}})
     return frame
 
@@ -556,8 +500,8 @@ def _figure7(frame: pd.DataFrame, settings: BanditSettings, calibration: dict, r
     if len(unsettled):
         ax.plot(unsettled["eta"], unsettled["k_ref"], "k.", ms=1.5, alpha=0.6)
     fine = np.geomspace(eta_edges[0], eta_edges[-1], 400)
-    ax.plot(fine, _threshold_k_ref(fine, m.mu, stiffness), "k-", lw=1.6)
-    zeta1 = _zeta_one_k_ref(fine, m.mu, stiffness)
+    ax.plot(fine, theory.critical_refresh_interval(fine, m.mu, stiffness), "k-", lw=1.6)
+    zeta1 = theory.critical_damping_refresh_interval(fine, m.mu, stiffness)
     ok = zeta1 > 0
     ax.plot(fine[ok], zeta1[ok], "k--", lw=1.4)
     ax.set_xscale("log")
@@ -677,8 +621,8 @@ class ClaimVerdict:
 def frontier_table(maps: Mapping[Reading, pd.DataFrame], stiffness: float, mu: float) -> pd.DataFrame:
     """Per ``eta``: Prop. 9 threshold, ``zeta = 1`` onset, and per reading the first non-monotone ``K_ref``."""
     etas = np.unique(next(iter(maps.values()))["eta"].to_numpy())
-    table = pd.DataFrame({"eta": etas, "threshold_k_ref": _threshold_k_ref(etas, mu, stiffness),
-                          "zeta1_k_ref": _zeta_one_k_ref(etas, mu, stiffness)})
+    table = pd.DataFrame({"eta": etas, "threshold_k_ref": theory.critical_refresh_interval(etas, mu, stiffness),
+                          "zeta1_k_ref": theory.critical_damping_refresh_interval(etas, mu, stiffness)})
     for reading, frame in maps.items():
         exits, oscs, statuses, cascades = [], [], [], []
         for eta in etas:
@@ -953,9 +897,9 @@ def verdict_markdown(settings: BanditSettings, calibration: dict, sweep: pd.Data
     lines.append("")
 
     lines += ["## Figure 6: the K_ref sweep", ""]
-    zetas = ", ".join(f"{kr}: {_zeta(s.eta, s.mu, k, kr):.2f}" for kr in s.k_refs)
+    zetas = ", ".join(f"{kr}: {theory.damping_ratio(s.eta, s.mu, k, kr):.2f}" for kr in s.k_refs)
     lines.append(f"At (eta, mu, beta) = ({s.eta}, {s.mu}, {settings.beta}) Eq. 10 with the measured K gives zeta = "
-                 f"{_zeta(s.eta, s.mu, k, 0):.2f} at K_ref = 0 and, per plotted K_ref, {zetas}; Proposition 9 puts "
+                 f"{theory.damping_ratio(s.eta, s.mu, k, 0):.2f} at K_ref = 0 and, per plotted K_ref, {zetas}; Proposition 9 puts "
                  f"the threshold at K_ref = {(1 - s.mu) / (k * s.eta):.2f}. Classification (K_ref 1.."
                  f"{int(sweep.k_ref.max())}, {s.settle_steps} steps):")
     lines.append("")

@@ -99,6 +99,27 @@ def effective_coefficients(eta: float, mu: float, K: float, k_ref: int, delta: f
     return m_eff, c_eff, K
 
 
+def damping_ratio(eta, mu, K, k_ref, delta: float = 1.0):
+    """Eq. (10), ``zeta = C_eff / (2 sqrt(K_eff M_eff))``; vectorised over numpy arrays (no validation)."""
+    m_eff, c_eff, k_eff = effective_coefficients(eta, mu, K, np.asarray(k_ref, dtype=float), delta)
+    return c_eff / (2.0 * np.sqrt(k_eff * m_eff))
+
+
+def critical_refresh_interval(eta, mu, K):
+    """Proposition 9, Eq. (11): the ``K_ref`` at which ``K eta K_ref = 1 - mu``; vectorised."""
+    return (1.0 - mu) / (K * np.asarray(eta, dtype=float))
+
+
+def critical_damping_refresh_interval(eta, mu, K):
+    """The ``K_ref`` at which Eq. (10) gives ``zeta = 1`` (``zeta < 1`` beyond it); 0 where ``zeta < 1`` already at
+    ``K_ref = 0``. With ``x = K eta K_ref``, ``zeta = 1`` reads ``x^2 + 2 (1 - mu) x - (1 - mu)^2 + 2 K eta (1 + mu)
+    = 0``, whose non-negative root is ``x = sqrt(2 (1 - mu)^2 - 2 K eta (1 + mu)) - (1 - mu)``. Vectorised."""
+    k_eta = K * np.asarray(eta, dtype=float)
+    disc = 2.0 * (1.0 - mu) ** 2 - 2.0 * k_eta * (1.0 + mu)
+    x = np.sqrt(np.maximum(disc, 0.0)) - (1.0 - mu)
+    return np.where(x > 0, x / k_eta, 0.0)
+
+
 def ode_regime(c_eff: float, zeta: float, tol: float = CRITICAL_TOL) -> str:
     """Regime of the second-order ODE (8): unstable if C_eff <= 0, else by the damping ratio."""
     if c_eff <= 0:
