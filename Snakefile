@@ -26,6 +26,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/diagnose.smk"
+include: "workflow/rules/evaluate.smk"
 
 
 rule all:

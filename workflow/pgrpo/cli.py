@@ -169,6 +169,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="output JSON (default: print a summary only)")
     p.add_argument("--png", help="output figure")
 
+    p = sub.add_parser("evaluate", help="pass@k of one model variant on one benchmark (Table 1)")
+    p.add_argument("--config", help="config YAML (default: config/config.yaml)")
+    p.add_argument("--model", help="model name in the config (with --config)")
+    p.add_argument("--model-json", help="model spec as JSON {name, id, path}")
+    p.add_argument("--variant-path", default="", help="merged model directory of a trained variant ('' = base)")
+    p.add_argument("--benchmark", required=True, help="benchmark name")
+    p.add_argument("--benchmark-json", help="the benchmark's spec as JSON (default: from --config)")
+    p.add_argument("--evaluation-json", help="the evaluation section as JSON (default: from --config)")
+    p.add_argument("--json", required=True)
+    p.add_argument("--samples", help="write every completion as JSONL")
+
+    p = sub.add_parser("table1", help="Table 1 from evaluation JSONs: pass@k per benchmark, base and each G")
+    p.add_argument("evals", nargs="+")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--tex", required=True)
+
     p = sub.add_parser("diagnostics", help="Figures 2-5: the four diagnostics with verdicts, per model and G")
     _add_section_args(p)
     p.add_argument("--aggregates", nargs="+", required=True)
@@ -317,6 +334,34 @@ def _forecast(args):
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
     fitting.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
                          meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"))
+
+
+@verb("evaluate")
+def _evaluate(args):
+    if args.model_json:
+        model = _json_arg(args.model_json, "--model-json")
+        benchmark = _json_arg(args.benchmark_json or "{}", "--benchmark-json")
+        evaluation = _json_arg(args.evaluation_json or "{}", "--evaluation-json")
+    else:
+        config = _config(args)
+        if not args.model or args.model not in config["models"]:
+            raise InputError(f"--model must name one of the config's models: {', '.join(config['models'])}")
+        if args.benchmark not in config["benchmarks"]:
+            raise InputError(f"--benchmark must name one of the config's benchmarks: {', '.join(config['benchmarks'])}")
+        model = {"name": args.model, **config["models"][args.model]}
+        benchmark, evaluation = config["benchmarks"][args.benchmark], config["evaluation"]
+    from pgrpo import evaluate
+
+    evaluate.run_evaluate(model=model, variant_path=args.variant_path or None, benchmark_name=args.benchmark,
+                          benchmark=benchmark, evaluation=evaluation, out_json=args.json,
+                          out_samples_jsonl=args.samples, seed=int(evaluation.get("seed", 0)))
+
+
+@verb("table1")
+def _table1(args):
+    from pgrpo import evaluate
+
+    evaluate.run_table1(eval_jsons=args.evals, out_csv=args.csv, out_md=args.md, out_tex=args.tex)
 
 
 @verb("diagnostics")

@@ -91,7 +91,33 @@ def all_targets():
             "results/forecast/summary.md",
             "results/diagnostics/verdicts.md",
         ]
+    if runs() and config["benchmarks"]:
+        targets.append("results/tables/table1.md")
     return targets
+
+
+def variant_run_dir(wildcards):
+    """The training run of an eval variant `G{G}_seed{seed}`."""
+    G, seed = wildcards.variant[1:].split("_seed")
+    return run_dir(wildcards.model, G, seed)
+
+
+def benchmark_inputs(name):
+    path = config["benchmarks"][name].get("path")
+    return [path] if path else []
+
+
+def evaluation_jsons():
+    """Every (model, variant, benchmark): the base model and each trained (G, seed)."""
+    variants = ["base"] + [
+        f"G{G}_seed{seed}" for G in config["group_sizes"] for seed in config["seeds"]
+    ]
+    return [
+        f"results/evaluate/{model}/{variant}/{benchmark}.json"
+        for model in config["models"]
+        for variant in variants
+        for benchmark in config["benchmarks"]
+    ]
 
 
 def train_launcher(n_gpus):
