@@ -82,9 +82,10 @@ def one_line_validation_error(error: BaseException) -> str:
         return str(error)
     if isinstance(error, ValidationError):
         return "Invalid configuration: " + describe_validation_error(error)
-    for arg in getattr(error, "args", ()):
-        if isinstance(arg, ValidationError):
-            return "Invalid configuration: " + describe_validation_error(arg)
+    # Snakemake's WorkflowError formats the ValidationError into its text; the original is its cause/context
+    for inner in (*getattr(error, "args", ()), error.__cause__, error.__context__):
+        if isinstance(inner, ValidationError):
+            return "Invalid configuration: " + describe_validation_error(inner)
     text = str(error).strip().splitlines()
     return "Invalid configuration: " + (text[0] if text else type(error).__name__)
 
