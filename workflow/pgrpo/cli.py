@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_section_args(p)
     p.add_argument("--data-dir", required=True, help="directory with sft.jsonl and test.jsonl")
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None, help="overrides tiny.seed")
 
     p = sub.add_parser("train", help="GRPO (TRL + LoRA) for one (model, G, seed), logged at every step")
     p.add_argument("--config", help="config YAML (default: config/config.yaml)")

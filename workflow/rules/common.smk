@@ -55,7 +55,10 @@ def data_inputs(wildcards=None):
 
 
 def synthetic_outputs():
-    return expand("results/data/synthetic/{part}.jsonl", part=["sft", "train", "test"])
+    return expand(
+        "results/data/synthetic/{part}.jsonl",
+        part=["sft", "val", "train", "test", "ood"],
+    )
 
 
 def uses_synthetic_data():
