@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pgrpo.atomic import atomic_dir, write_json
-from pgrpo.errors import InputError
+from pgrpo.errors import InputError, one_line
 
 # ---------------------------------------------------------------------------------------------------------------
 # The one prompt template
@@ -90,39 +90,41 @@ def _use_chat_template(spec: dict, role: str, tokenizer: Any) -> bool:
     raise InputError(f"data.{role}.chat_template must be true, false or auto, got {setting!r}")
 
 
-def _load_raw(spec: dict, role: str):
-    """The source table as a ``datasets.Dataset`` (path overrides id), or InputError in one line."""
+def load_table(spec: dict, where: str, default_split: str = "train"):
+    """The source table of a dataset spec as a ``datasets.Dataset`` and a description of its source (path
+    overrides id), or an InputError in one line whose config key starts with ``where`` (``data.train``,
+    ``benchmarks.math-500``)."""
     import datasets
 
     path, hub_id = spec.get("path"), spec.get("id")
-    split = spec.get("split") or "train"
+    split = spec.get("split") or default_split
     if path:
         p = Path(path)
         if not p.exists():
-            raise InputError(f"data.{role}.path: no such file or directory: {path}")
+            raise InputError(f"{where}.path: no such file or directory: {path}")
         try:
             if p.is_dir():
                 loaded = datasets.load_from_disk(str(p))
                 if isinstance(loaded, datasets.DatasetDict):
                     if split not in loaded:
                         raise InputError(
-                            f"data.{role}.split: split {split!r} not in {path} (has {sorted(loaded.keys())})"
+                            f"{where}.split: split {split!r} not in {path} (has {sorted(loaded.keys())})"
                         )
                     loaded = loaded[split]
                 return loaded, str(p)
             fmt = LOCAL_FORMATS.get(p.suffix.lower())
             if fmt is None:
                 raise InputError(
-                    f"data.{role}.path: unsupported file type {p.suffix!r} in {path} "
+                    f"{where}.path: unsupported file type {p.suffix!r} in {path} "
                     f"(use {', '.join(LOCAL_FORMATS)} or a saved dataset directory)"
                 )
             return datasets.load_dataset(fmt, data_files=str(p), split="train"), str(p)
         except InputError:
             raise
         except Exception as exc:  # unreadable / malformed file
-            raise InputError(f"data.{role}.path: cannot read {path}: {_one_line(exc)}") from None
+            raise InputError(f"{where}.path: cannot read {path}: {one_line(exc)}") from None
     if not hub_id:
-        raise InputError(f"data.{role}: set either 'path' (a local file) or 'id' (a Hugging Face dataset)")
+        raise InputError(f"{where}: set either 'path' (a local file) or 'id' (a Hugging Face dataset)")
     config = spec.get("config")
     try:
         loaded = datasets.load_dataset(hub_id, config, split=split)
@@ -130,15 +132,10 @@ def _load_raw(spec: dict, role: str):
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         hint = " (HF_HUB_OFFLINE is set and it is not cached)" if offline else ""
         raise InputError(
-            f"data.{role}.id: cannot load dataset {hub_id!r} (config {config!r}, split {split!r}){hint}: "
-            f"{_one_line(exc)}; set data.{role}.path to a local copy"
+            f"{where}.id: cannot load dataset {hub_id!r} (config {config!r}, split {split!r}){hint}: "
+            f"{one_line(exc)}; set {where}.path to a local copy"
         ) from None
     return loaded, f"{hub_id}[{config or ''}:{split}]"
-
-
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def subsample_indices(n_rows: int, max_examples: int | None, seed: int = 0) -> list[int]:
@@ -170,7 +167,7 @@ def load_problems(spec: dict, role: str = "train", tokenizer: Any = None):
         raise InputError(f"data.{role}.max_examples must be a positive integer or null, got {max_examples!r}")
     chat = _use_chat_template(spec, role, tokenizer)
 
-    raw, source = _load_raw(spec, role)
+    raw, source = load_table(spec, f"data.{role}")
     columns = list(raw.column_names)
     for key, field in (("question_field", qf), ("answer_field", af)):
         if field not in columns:

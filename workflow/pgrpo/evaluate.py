@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pgrpo.atomic import atomic_path, write_csv, write_json, write_text
-from pgrpo.errors import InputError
+from pgrpo.errors import InputError, one_line
+from pgrpo.rewards import extract_final_answer, last_boxed
 
 ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "latex", "boxed", "metamath")
 BACKENDS: tuple[str, ...] = ("auto", "transformers", "vllm")
@@ -135,22 +136,6 @@ def benchmark_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> PassAt
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def last_boxed_content(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) with balanced braces; None if there is none."""
-    starts = [m.start() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    for start in reversed(starts):
-        i = text.index("{", start)
-        depth = 0
-        for j in range(i, len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[i + 1 : j].strip()
-    return None
-
-
 def _strip_math(text: str) -> str:
     """Strip whitespace, enclosing ``$...$`` / ``\\(...\\)`` and a trailing period."""
     s = text.strip()
@@ -182,13 +167,11 @@ def gold_from_field(value: Any, answer_format: str) -> str | None:
     if answer_format == "gsm8k":
         if "####" not in text:
             return None
-        from pgrpo.rewards import extract_final_answer
-
         gold = extract_final_answer(text[text.index("####") :])
     elif answer_format in ("number", "latex"):
         gold = _strip_math(text)
     elif answer_format == "boxed":
-        gold = last_boxed_content(text)
+        gold = last_boxed(text)
     else:  # metamath
         marks = list(METAMATH_MARKER.finditer(text))
         gold = _strip_math(text[marks[-1].end() :]) if marks else None
@@ -244,53 +227,12 @@ def resolve_benchmark(name: str, spec: Any) -> dict:
     return merged
 
 
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _load_table(name: str, spec: dict):
-    """The benchmark's rows as a ``datasets.Dataset`` and a description of the source (path overrides id).
+    """The benchmark's rows as a ``datasets.Dataset`` and a description of the source; errors name
+    ``benchmarks.<name>.*``."""
+    from pgrpo.data import load_table
 
-    A private twin of :func:`pgrpo.data.load_problems`' loader whose errors name ``benchmarks.<name>.*``.
-    """
-    import datasets
-
-    from pgrpo.data import LOCAL_FORMATS
-
-    where = f"benchmarks.{name}"
-    path, hub_id, split = spec.get("path"), spec.get("id"), spec.get("split") or "test"
-    if path:
-        p = Path(path)
-        if not p.exists():
-            raise InputError(f"{where}.path: no such file or directory: {path}")
-        try:
-            if p.is_dir():
-                loaded = datasets.load_from_disk(str(p))
-                if isinstance(loaded, datasets.DatasetDict):
-                    if split not in loaded:
-                        raise InputError(f"{where}.split: split {split!r} not in {path} (has {sorted(loaded)})")
-                    loaded = loaded[split]
-                return loaded, str(p)
-            fmt = LOCAL_FORMATS.get(p.suffix.lower())
-            if fmt is None:
-                raise InputError(
-                    f"{where}.path: unsupported file type {p.suffix!r} in {path} "
-                    f"(use {', '.join(LOCAL_FORMATS)} or a saved dataset directory)"
-                )
-            return datasets.load_dataset(fmt, data_files=str(p), split="train"), str(p)
-        except InputError:
-            raise
-        except Exception as exc:  # unreadable or malformed file
-            raise InputError(f"{where}.path: cannot read {path}: {_one_line(exc)}") from None
-    try:
-        loaded = datasets.load_dataset(hub_id, spec.get("config"), split=split)
-    except Exception as exc:
-        raise InputError(
-            f"{where}.id: cannot load dataset {hub_id!r} (config {spec.get('config')!r}, split {split!r}): "
-            f"{_one_line(exc)}; set {where}.path to a local copy"
-        ) from None
-    return loaded, f"{hub_id}[{spec.get('config') or ''}:{split}]"
+    return load_table(spec, f"benchmarks.{name}", default_split="test")
 
 
 @dataclass(frozen=True)
@@ -664,7 +606,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
             tokenizer = AutoTokenizer.from_pretrained(str(source))
         except Exception as exc:
             key = "path" if spec.get("path") else "id"
-            raise InputError(f"models.{name}.{key}: cannot load the tokenizer of {source!r}: {_one_line(exc)}") from None
+            raise InputError(f"models.{name}.{key}: cannot load the tokenizer of {source!r}: {one_line(exc)}") from None
         prompt_ids = tokenize_prompts(problems.questions, tokenizer, settings["prompt_template"],
                                       settings["chat_template"])
         dtype = "auto" if settings["dtype"] == "auto" else settings["dtype"]
@@ -751,7 +693,7 @@ def _read_eval_json(path: str) -> dict:
     try:
         record = json.loads(p.read_text())
     except json.JSONDecodeError as exc:
-        raise InputError(f"eval JSON {path}: not valid JSON ({_one_line(exc)})") from None
+        raise InputError(f"eval JSON {path}: not valid JSON ({one_line(exc)})") from None
     for key in ("model", "variant", "benchmark", "n_problems", "num_samples"):
         if key not in record:
             raise InputError(f"eval JSON {path}: missing key {key!r}")

@@ -31,22 +31,19 @@ def _clean(text: str) -> str:
     return s
 
 
-def _last_boxed(text: str) -> str | None:
+def last_boxed(text: str) -> str | None:
     """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) with balanced braces, else None."""
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start < 0:
-        return None
-    i = text.find("{", start)
-    if i < 0:
-        return None
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1 : j].strip()
+    starts = [m.start() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    for start in reversed(starts):
+        i = text.index("{", start)
+        depth = 0
+        for j in range(i, len(text)):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[i + 1 : j].strip()
     return None
 
 
@@ -66,12 +63,12 @@ def extract_final_answer(text: Any) -> str | None:
         m = _NUMBER_OR_FRACTION_RE.search(tail.replace("$", ""))
         if m:
             return _clean(m.group(0))
-        boxed = _last_boxed(tail)
+        boxed = last_boxed(tail)
         if boxed:
             return _clean(boxed)
         if tail:
             return _clean(tail)
-    boxed = _last_boxed(text)
+    boxed = last_boxed(text)
     if boxed is not None and boxed != "":
         return _clean(boxed)
     numbers = _NUMBER_RE.findall(text.replace("$", ""))
@@ -121,7 +118,7 @@ def gold_answer(answer_field_text: Any) -> str | None:
     text = answer_field_text
     if "####" in text:
         return extract_final_answer(text)
-    boxed = _last_boxed(text)
+    boxed = last_boxed(text)
     if boxed:
         return _clean(boxed)
     return _clean(text)
