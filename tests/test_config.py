@@ -125,9 +125,9 @@ def _snakemake(repo_root, *args, timeout=120):
 
 @pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
 def test_dry_run_succeeds_on_both_configs(repo_root, name):
-    result = _snakemake(repo_root, "-n", "--cores", "2", "--configfile", f"config/{name}")
+    result = _snakemake(repo_root, "-n", "--forceall", "--cores", "2", "--configfile", f"config/{name}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "rule train" in result.stdout or "train" in result.stdout
+    assert "rule train:" in result.stdout and "rule verify_symbolic:" in result.stdout
 
 
 def test_bad_config_stops_snakemake_before_any_job_with_one_line(repo_root, tmp_path, default_config):
@@ -153,3 +153,28 @@ def test_cli_validate_reports_one_line(tmp_path, default_config):
     result = subprocess.run([sys.executable, "-m", "pgrpo", "validate", str(bad)], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "seeds.0" in result.stderr
+
+
+def test_snakemake_lint_reports_nothing(repo_root):
+    result = _snakemake(repo_root, "--lint")
+    assert result.returncode == 0
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_snakefmt_leaves_the_rules_unchanged(repo_root):
+    exe = shutil.which("snakefmt") or str(repo_root / ".venv" / "bin" / "snakefmt")
+    files = ["Snakefile", *sorted(str(p.relative_to(repo_root)) for p in (repo_root / "workflow" / "rules").glob("*.smk"))]
+    result = subprocess.run([exe, "--check", *files], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_cli_verb_has_help():
+    from pgrpo.cli import VERBS, build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "verb")
+    assert set(VERBS) == set(subparsers.choices)
+    for name in VERBS:
+        result = subprocess.run([sys.executable, "-m", "pgrpo", name, "--help"], capture_output=True, text=True)
+        assert result.returncode == 0 and "usage:" in result.stdout, name

@@ -281,6 +281,15 @@ def test_assemble_log_rejects_gaps_and_duplicates():
     assert math.isnan(frame.loc[0, "eval_reward"]) and frame.loc[1, "eval_reward"] == 1
 
 
+def test_assemble_log_keeps_the_eval_before_the_first_update_as_step_0():
+    rows = [{"kind": "eval", "step": 0, "eval_reward": 0.25, "eval_accuracy": 0.25},
+            {"kind": "train", "step": 1, "reward": 0.5}, {"kind": "train", "step": 2, "reward": 0.75}]
+    frame = train.assemble_log(rows, 2)
+    assert list(frame["step"]) == [0, 1, 2]
+    assert frame.loc[0, "eval_reward"] == 0.25 and math.isnan(frame.loc[0, "reward"])
+    assert list(frame["reward"][1:]) == [0.5, 0.75]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # merge
 # ---------------------------------------------------------------------------------------------------------------

@@ -61,8 +61,10 @@ def test_whole_workflow_runs_on_a_shrunken_default(repo_root, tmp_path):
     assert verification["n_claims"] >= 14
     for seed in (1, 2):
         log = pd.read_csv(results / "train" / "tiny" / "G4" / f"seed{seed}" / "log.csv")
-        assert list(log["step"]) == list(range(1, 9))
-        assert (log["importance_sampling_ratio_max"] == 1.0).all()  # on-policy: exactly 1
+        assert list(log["step"]) == list(range(0, 9))  # step 0: the eval before the first update
+        trained = log[log["step"] >= 1]
+        assert (trained["importance_sampling_ratio_max"] == 1.0).all()  # on-policy: exactly 1
+        assert log["eval_reward"].notna().sum() == 3  # steps 0, 4, 8
     aggregate = pd.read_csv(results / "aggregate" / "tiny" / "G4.csv")
     assert (aggregate["reward_n"] == 2).all()
     for path in ("figures/figure1.png", "fit/tiny/fits.md", "forecast/summary.md", "diagnostics/verdicts.md",

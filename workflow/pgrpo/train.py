@@ -83,6 +83,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "max_completion_length": 786,
     "logging_steps": 1,
     "eval_steps": 100,  # 0 or None: no evaluation
+    "eval_on_start": False,  # True: also evaluate before the first update (a step-0 row of log.csv)
     "num_generations_eval": None,  # None: = G (TRL's default)
     "per_device_eval_batch_size": None,  # None: smallest multiple of num_generations_eval >= train batch
     "beta": 0.005,
@@ -297,7 +298,8 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "lora.target_modules",
         "must be a non-empty list of module names",
     )
-    for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "disable_dropout", "gradient_checkpointing"):
+    for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "disable_dropout", "gradient_checkpointing",
+                "eval_on_start"):
         _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
     _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
     _require(
@@ -435,6 +437,7 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         logging_steps=1,
         eval_strategy="steps" if eval_on else "no",
         eval_steps=t["eval_steps"] if eval_on else None,
+        eval_on_start=bool(eval_on and t["eval_on_start"]),
         save_strategy="steps",
         save_steps=t["checkpoint_steps"],
         save_total_limit=t["checkpoints_keep"],
@@ -632,7 +635,8 @@ def truncate_partial_log(path: Path, last_step: int) -> None:
 
 
 def assemble_log(rows: list[dict], last_step: int):
-    """The final ``log.csv`` frame: train rows 1..last_step, each exactly once, with eval rows merged in."""
+    """The final ``log.csv`` frame: train rows 1..last_step, each exactly once, with eval rows merged in; an eval
+    before the first update (``eval_on_start``) is a row of its own at step 0, with no train columns."""
     import pandas as pd
 
     train = [r for r in rows if r["kind"] == "train"]
@@ -650,6 +654,8 @@ def assemble_log(rows: list[dict], last_step: int):
             evals[r["step"]] = {k: v for k, v in r.items() if k not in ("kind", "step")}  # last one wins
     if evals:
         frame = frame.join(pd.DataFrame.from_dict(evals, orient="index"), how="left")
+        if 0 in evals:
+            frame = pd.concat([pd.DataFrame([evals[0]], index=[0]), frame])
     frame = frame.reindex(columns=[c for c in LOG_COLUMNS if c != "step"])
     frame.index.name = "step"
     return frame.sort_index().reset_index()

@@ -38,7 +38,7 @@ rule evaluate:
         ),
     shell:
         "OMP_NUM_THREADS={threads} PYTHONPATH=workflow python -m pgrpo evaluate"
-        " --model-json {params.model:q} --variant-path {params.variant_path:q}"
+        " --model-json {params.model:q} --variant-path={params.variant_path:q}"
         " --benchmark {wildcards.benchmark} --benchmark-json {params.benchmark:q}"
         " --evaluation-json {params.evaluation:q} --json {output.json} --samples {output.samples}"
         " > {log} 2>&1"
