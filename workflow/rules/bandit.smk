@@ -91,7 +91,11 @@ rule bandit_verdict:
             category="5. Softmax bandit",
         ),
         table_csv="results/bandit/threshold_table.csv",
-        table_md="results/bandit/threshold_table.md",
+        table_md=report(
+            "results/bandit/threshold_table.md",
+            caption="../report/bandit_verdict.rst",
+            category="5. Softmax bandit",
+        ),
         table_tex="results/bandit/threshold_table.tex",
     log:
         "logs/bandit/verdict.log",

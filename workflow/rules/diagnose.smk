@@ -17,9 +17,36 @@ rule diagnostics:
             caption="../report/diagnostics.rst",
             category="4. Diagnostics",
         ),
-        figures=expand(
-            "results/diagnostics/figure{n}.{ext}", n=[2, 3, 4, 5], ext=["pdf", "png"]
+        figure2=report(
+            "results/diagnostics/figure2.pdf",
+            caption="../report/diagnostics.rst",
+            category="4. Diagnostics",
+            subcategory="reward hacking",
         ),
+        figure2_png="results/diagnostics/figure2.png",
+        figure3=report(
+            "results/diagnostics/figure3.pdf",
+            caption="../report/diagnostics.rst",
+            category="4. Diagnostics",
+            subcategory="mode collapse",
+        ),
+        figure3_png="results/diagnostics/figure3.png",
+        figure4=report(
+            "results/diagnostics/figure4.pdf",
+            caption="../report/diagnostics.rst",
+            category="4. Diagnostics",
+            subcategory="policy concentration",
+        ),
+        figure4_png="results/diagnostics/figure4.png",
+        figure5=report(
+            "results/diagnostics/figure5.pdf",
+            caption="../report/diagnostics.rst",
+            category="4. Diagnostics",
+            subcategory="stability",
+        ),
+        figure5_png="results/diagnostics/figure5.png",
+    params:
+        diagnostics=as_json("diagnostics"),
     log:
         "logs/diagnostics.log",
     conda:
@@ -27,8 +54,6 @@ rule diagnostics:
     resources:
         runtime=10,
         mem_mb=2000,
-    params:
-        diagnostics=as_json("diagnostics"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo diagnostics --section-json {params.diagnostics:q}"
         " --aggregates {input.aggregates} --fits {input.fits} --metas {input.metas}"
