@@ -1,6 +1,6 @@
 # Two commands a new user needs (see README):
 #   make run    set up the environment and run the whole workflow on the embedded default (2 cores, no GPU)
-#   make test   set up the environment and run the test suite (slow end-to-end tests: make test-slow)
+#   make test   set up the environment and run the whole test suite, end-to-end tests included (~8 min)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: setup run dry-run test test-slow lint bench report clean
+.PHONY: setup run dry-run test test-fast test-slow lint bench report clean
 
 setup: $(VENV)/.installed
 
@@ -33,6 +33,9 @@ report: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) --report results/report.zip
 
 test: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
+
+test-fast: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
 
 test-slow: setup

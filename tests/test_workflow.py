@@ -44,7 +44,7 @@ def _merge(base: dict, override: dict) -> dict:
 
 @pytest.mark.slow
 def test_whole_workflow_runs_on_a_shrunken_default(repo_root, tmp_path):
-    for item in ("Snakefile", "workflow", "config", "profiles"):
+    for item in ("Snakefile", "workflow", "config", "envs", "profiles"):
         source = repo_root / item
         (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / item)
     with open(repo_root / "config" / "config.yaml") as handle:
@@ -66,7 +66,8 @@ def test_whole_workflow_runs_on_a_shrunken_default(repo_root, tmp_path):
         assert (trained["importance_sampling_ratio_max"] == 1.0).all()  # on-policy: exactly 1
         assert log["eval_reward"].notna().sum() == 3  # steps 0, 4, 8
     aggregate = pd.read_csv(results / "aggregate" / "tiny" / "G4.csv")
-    assert (aggregate["reward_n"] == 2).all()
+    assert (aggregate.loc[aggregate["step"] >= 1, "reward_n"] == 2).all()
+    assert aggregate.loc[aggregate["step"] == 0, "eval_reward_n"].item() == 2
     for path in ("figures/figure1.png", "fit/tiny/fits.md", "forecast/summary.md", "diagnostics/verdicts.md",
                  "diagnostics/figure5.png", "bandit/verdict.md", "bandit/figure6.png",
                  "bandit/figure7_sliding_stale.png", "tables/table1.md"):
