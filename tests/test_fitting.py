@@ -490,3 +490,21 @@ def test_run_fit_goes_on_past_a_decreasing_and_a_flat_curve(tmp_path):
     assert payload["groups"]["4"]["columns"]["reward"]["fits"][THREE_PHASE]["status"] == "decreasing"
     assert payload["groups"]["16"]["columns"]["reward"]["fits"][THREE_PHASE]["status"] == "flat"
     assert "No law could be fitted" in (tmp_path / "f.md").read_text()
+
+
+def test_binary_noise_ceiling_is_the_r2_of_the_true_curve_on_binomial_data():
+    """With y = Binomial(B n, p(t)) / (B n), the exact curve p attains R^2 = 1 - mean(p(1-p)/(B n)) / Var(y)."""
+    from pgrpo.fitting import binary_noise_ceiling
+
+    rng = np.random.default_rng(5)
+    t = np.arange(2000, dtype=float)
+    p = 0.7 - (0.7 - 0.2) * (1 + 0.01 * t) * np.exp(-0.01 * t)
+    B, n = 32, 2
+    y = rng.binomial(B * n, p) / (B * n)
+    ceiling = binary_noise_ceiling(p, y, B, n)
+    by_hand = 1 - np.mean(p * (1 - p) / (B * n)) / np.var(y)
+    assert ceiling["r2_ceiling"] == pytest.approx(by_hand, rel=1e-12)
+    r2_true_curve = 1 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert ceiling["r2_ceiling"] == pytest.approx(r2_true_curve, abs=0.03)
+    assert ceiling["noise_sd"] == pytest.approx(np.sqrt(np.mean(p * (1 - p))) / np.sqrt(B * n), rel=1e-12)
+    assert ceiling["rise"] == pytest.approx(p.max() - p.min())
