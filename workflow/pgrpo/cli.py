@@ -46,6 +46,13 @@ def _config(args: argparse.Namespace) -> dict:
     return load_config(getattr(args, "config", None) or DEFAULT_CONFIG_PATH)
 
 
+def _model_spec(config: dict, name: str | None) -> dict:
+    """The spec {name, id, path, ...} of the config's model ``name`` (--model)."""
+    if not name or name not in config["models"]:
+        raise InputError(f"--model must name one of the config's models: {', '.join(config['models'])}")
+    return {"name": name, **config["models"][name]}
+
+
 def _json_arg(text: str, flag: str) -> dict:
     try:
         value = json.loads(text)
@@ -299,9 +306,7 @@ def _train(args):
         training = _json_arg(args.training_json or "{}", "--training-json")
     else:
         config = _config(args)
-        if not args.model or args.model not in config["models"]:
-            raise InputError(f"--model must name one of the config's models: {', '.join(config['models'])}")
-        model = {"name": args.model, **config["models"][args.model]}
+        model = _model_spec(config, args.model)
         data, training = config["data"], config["training"]
     from pgrpo import train
 
@@ -348,11 +353,9 @@ def _evaluate(args):
         evaluation = _json_arg(args.evaluation_json or "{}", "--evaluation-json")
     else:
         config = _config(args)
-        if not args.model or args.model not in config["models"]:
-            raise InputError(f"--model must name one of the config's models: {', '.join(config['models'])}")
+        model = _model_spec(config, args.model)
         if args.benchmark not in config["benchmarks"]:
             raise InputError(f"--benchmark must name one of the config's benchmarks: {', '.join(config['benchmarks'])}")
-        model = {"name": args.model, **config["models"][args.model]}
         benchmark, evaluation = config["benchmarks"][args.benchmark], config["evaluation"]
     from pgrpo import evaluate
 
