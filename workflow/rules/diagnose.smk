@@ -45,8 +45,6 @@ rule diagnostics:
             subcategory="stability",
         ),
         figure5_png="results/diagnostics/figure5.png",
-    params:
-        diagnostics=as_json("diagnostics"),
     log:
         "logs/diagnostics.log",
     conda:
@@ -54,6 +52,8 @@ rule diagnostics:
     resources:
         runtime=10,
         mem_mb=2000,
+    params:
+        diagnostics=as_json("diagnostics"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo diagnostics --section-json {params.diagnostics:q}"
         " --aggregates {input.aggregates} --fits {input.fits} --metas {input.metas}"
