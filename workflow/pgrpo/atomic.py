@@ -1,4 +1,4 @@
-"""Atomic output writing: a file appears complete or not at all.
+"""Atomic output writing (a file appears complete or not at all), and reading the JSON files stages pass on.
 
 Every output of the workflow goes through these helpers, so a killed job never leaves a half-written file
 that looks finished. Each writes to a temporary sibling and renames it over the target (``os.replace`` is
@@ -90,3 +90,20 @@ def _json_default(obj: Any):
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def read_json(path: str | os.PathLike, what: str) -> dict[str, Any]:
+    """A JSON object written by an earlier stage; an InputError names ``what`` and the file if it is missing,
+    unreadable or not an object."""
+    from pgrpo.errors import InputError
+
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"{what} not found: {path}")
+    try:
+        data = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{what} {path} is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{what} {path} is not a JSON object")
+    return data

@@ -586,7 +586,6 @@ def row_frontier(k_refs: np.ndarray, labels: Sequence[str]) -> RowFrontier:
     order = np.argsort(k_refs)
     k = np.asarray(k_refs)[order]
     lab = np.asarray(labels, dtype=object)[order]
-    ranks = np.array([RANK[x] for x in lab])
     osc = np.nonzero(lab == "oscillatory")[0]
     first_osc = float(k[osc[0]]) if osc.size else float("nan")
     cascade = _is_cascade(lab)

@@ -71,6 +71,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from pgrpo.atomic import read_json
 from pgrpo.errors import InputError
 
 REWARD_HACKING = "reward_hacking"
@@ -1052,25 +1053,12 @@ def read_log(path: str) -> RunCurves:
     return RunCurves(model, G, frame, str(path), None, {c: sources.get(c, c) for c in known})
 
 
-def _read_json(path: str, what: str) -> dict[str, Any]:
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"{what} not found: {path}")
-    try:
-        data = json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{what} {path} is not valid JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{what} {path} is not a JSON object")
-    return data
-
-
 def read_metas(meta_jsons: Sequence[str] | None) -> dict[tuple[str, int], dict[str, Any]]:
     """Per (model, G): the first seed's ``meta.json`` (eta, mu, k_ref, ...); model/G from the file, else its path
     ``.../{model}/G{G}/seed{seed}/meta.json``."""
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for path in meta_jsons or []:
-        meta = _read_json(path, "run metadata")
+        meta = read_json(path, "run metadata")
         match = re.search(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed\d+/[^/]+$", Path(path).resolve().as_posix())
         model = meta.get("model") or (match["model"] if match else None)
         G = meta.get("G") or (int(match["G"]) if match else None)
@@ -1091,7 +1079,7 @@ def read_fits(fit_jsons: Sequence[str] | None) -> dict[tuple[str, int], dict[str
 
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for path in fit_jsons or []:
-        payload = _read_json(path, "fit JSON")
+        payload = read_json(path, "fit JSON")
         if "model" not in payload or not isinstance(payload.get("groups"), dict):
             raise InputError(f"fit JSON {path} has no 'model'/'groups' (expected the output of pgrpo fit)")
         for G, group in payload["groups"].items():
@@ -1357,7 +1345,7 @@ def run_diagnose(
     config = diagnostics_config(diagnostics)
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
-    meta = _read_json(meta_json, "run metadata") if meta_json else None
+    meta = read_json(meta_json, "run metadata") if meta_json else None
     curves = _log_curves(log_path, meta, G)
     report = _diagnose_curves(curves, config)
     if out_dir_figures:

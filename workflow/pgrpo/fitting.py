@@ -41,7 +41,6 @@ saturation rate gives it through ``lambda = K_eff / C_eff = eta K / ((1 - mu) - 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 import warnings
@@ -52,6 +51,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 from scipy.optimize import OptimizeWarning, brentq, curve_fit
 
+from pgrpo.atomic import read_json
 from pgrpo.errors import InputError
 
 THREE_PHASE = "three_phase"
@@ -1079,21 +1079,11 @@ def parse_aggregate_path(path: str | Path) -> tuple[str, int]:
     return path.parent.name, int(match.group(1))
 
 
-def _read_json(path: str | Path, what: str) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{what} not found: {path}")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise InputError(f"{what} {path} is not valid JSON: {error}") from None
-
-
 def _group_meta(meta_jsons: Sequence[str] | None) -> dict[int, dict[str, Any]]:
     """Per G: the (eta, mu, k_ref) the seeds share, and a note if they disagree."""
     grouped: dict[int, list[dict[str, Any]]] = {}
     for path in meta_jsons or []:
-        meta = _read_json(path, "run metadata")
+        meta = read_json(path, "run metadata")
         for key in ("G", "eta", "mu", "k_ref"):
             if key not in meta:
                 raise InputError(f"run metadata {path} has no key '{key}'")
@@ -1505,7 +1495,7 @@ def run_forecast(
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise InputError(f"forecast fraction must be a number in (0, 1], got {fraction!r}")
     get_law(law)
-    meta = _read_json(meta_json, "run metadata") if meta_json else None
+    meta = read_json(meta_json, "run metadata") if meta_json else None
     log = load_log(log_csv)
     if column not in log.columns:
         available = ", ".join(c for c in log.columns if c != "step")
@@ -1576,7 +1566,7 @@ def run_forecast_summary(
         raise InputError("no forecast JSON given to summarise")
     records = []
     for path in forecast_jsons:
-        data = _read_json(path, "forecast")
+        data = read_json(path, "forecast")
         if "fraction" not in data or "column" not in data:
             raise InputError(f"forecast {path} is not a forecast JSON (no 'fraction'/'column')")
         row = {"kind": "run", "model": data.get("model"), "G": data.get("G"), "seed": data.get("seed"),

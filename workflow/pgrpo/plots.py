@@ -11,7 +11,6 @@ Shared style for other stages' figures: :func:`style` (an rc context), :data:`G_
 
 from __future__ import annotations
 
-import json
 import math
 import string
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from pgrpo.atomic import read_json  # noqa: E402
 from pgrpo.errors import InputError  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -188,13 +188,7 @@ def figure1(
 def _fits_from_json(path: str) -> tuple[str, dict[int, dict[str, tuple[Any, float | None]]], list[str]]:
     from pgrpo.fitting import THREE_PHASE, FitResult
 
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"fit JSON not found: {path}")
-    try:
-        payload = json.loads(file.read_text())
-    except json.JSONDecodeError as error:
-        raise InputError(f"fit JSON {path} is not valid JSON: {error}") from None
+    payload = read_json(path, "fit JSON")
     if "model" not in payload or "groups" not in payload:
         raise InputError(f"fit JSON {path} has no 'model'/'groups' (expected the output of run_fit)")
     out: dict[int, dict[str, tuple[Any, float | None]]] = {}

@@ -381,7 +381,7 @@ def claim_lemma5_delay() -> Claim:
         "lemma5_delay", "Delay expansion gives Eq. 7; leading neglected term -K tau^3/6 e'''", "Lemma 5, Eq. (7)",
         derived=(f"M_eff = {_text(eq7['M'])}; C_eff = {_text(eq7['C'])}; K_eff = {_text(eq7['K'])}; "
                  f"neglected: ({_text(eq7['third'])}) e'''"),
-        paper=f"M_eff = m_mu + K*tau**2/2; C_eff = c_mu - K*tau; K_eff = K; neglected: (-K*tau**3/6) e'''",
+        paper="M_eff = m_mu + K*tau**2/2; C_eff = c_mu - K*tau; K_eff = K; neglected: (-K*tau**3/6) e'''",
         detail="Expanded e(t - tau) to tau^3 in m_mu e'' + c_mu e' + K e(t - tau) and collected by derivative order.",
         checks=checks, counterexample=_first_cex(cexs))
 
