@@ -19,9 +19,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-
 from pgrpo import bandit  # noqa: E402
-from pgrpo.bandit_report import DEFAULT_REWARDS  # noqa: E402
+from pgrpo.bandit.settings import DEFAULT_REWARDS  # noqa: E402
 
 
 def _best_of(repeats: int, func) -> tuple[float, object]:

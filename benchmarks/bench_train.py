@@ -3,7 +3,7 @@ r"""Seconds per GRPO optimizer step (pgrpo.train) on the embedded tiny model, on
     python benchmarks/bench_train.py --steps 20 --G 4 16 \
         [--model-dir results/model/tiny] [--data-dir results/data/synthetic]
 
-Without --model-dir it builds an untrained tiny Qwen2 (tiny.build_tokenizer/build_model, default architecture),
+Without --model-dir it builds an untrained tiny Qwen2 (build_tokenizer/build_model, default architecture),
 which always generates max_completion_length tokens: an upper bound on the time per step. Without --data-dir it
 writes synthetic problems to a temporary directory. Prints one line per G: s/step (training only, evals excluded).
 """
@@ -16,6 +16,11 @@ import os
 import tempfile
 import time
 from pathlib import Path
+
+from pgrpo.grpo.data import read_jsonl  # noqa: E402
+from pgrpo.grpo.tiny_model import DEFAULT_TINY, build_model, build_tokenizer  # noqa: E402
+from pgrpo.stages.model import run_make_synthetic  # noqa: E402
+from pgrpo.stages.train import run_train  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,17 +38,17 @@ def main() -> None:
 
     import pandas as pd
 
-    from pgrpo import data, tiny, train
+
 
     work = Path(tempfile.mkdtemp(prefix="bench_train."))
     data_dir = Path(options.data_dir) if options.data_dir else work / "data"
     if not options.data_dir:
-        data.run_make_synthetic(str(data_dir), {"sizes": {"sft": 200, "val": 50, "train": 400, "test": 64}})
+        run_make_synthetic(str(data_dir), {"sizes": {"sft": 200, "val": 50, "train": 400, "test": 64}})
     model_dir = options.model_dir
     if not model_dir:
-        texts = [r["question"] + " " + r["answer"] for r in data.read_jsonl(data_dir / "train.jsonl")]
-        tokenizer = tiny.build_tokenizer(texts)
-        model = tiny.build_model(tokenizer, tiny.DEFAULT_TINY["architecture"])
+        texts = [r["question"] + " " + r["answer"] for r in read_jsonl(data_dir / "train.jsonl")]
+        tokenizer = build_tokenizer(texts)
+        model = build_model(tokenizer, DEFAULT_TINY["architecture"])
         model_dir = str(work / "model")
         model.save_pretrained(model_dir)
         tokenizer.save_pretrained(model_dir)
@@ -62,7 +67,7 @@ def main() -> None:
     for G in options.G:
         out = work / f"G{G}"
         start = time.perf_counter()
-        train.run_train(
+        run_train(
             model={"name": "tiny", "path": model_dir}, data=specs, training=training, G=G, seed=0, out_dir=str(out)
         )
         wall = time.perf_counter() - start

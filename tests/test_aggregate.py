@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from pgrpo.aggregate import aggregate_seeds, load_log, normalize_column, run_aggregate
 from pgrpo.errors import InputError
+from pgrpo.grpo.run_log import aggregate_seeds, normalize_column
+from pgrpo.stages.aggregate import load_log, run_aggregate
 
 
 def write_log(run_dir: Path, frame: pd.DataFrame, meta: dict | None = None) -> str:

@@ -12,11 +12,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
-
 from pgrpo import bandit, theory
-from pgrpo import bandit_report as br
+from pgrpo.bandit.experiments import calibrate  # noqa: E402
+from pgrpo.bandit.settings import DEFAULT_REWARDS, bandit_settings  # noqa: E402
+from pgrpo.bandit.verdict import row_frontier  # noqa: E402
 from pgrpo.errors import InputError
+from pgrpo.stages.bandit import run_calibrate, run_regime_map, run_sweep, run_verdict  # noqa: E402
+from scipy.optimize import brentq
 
 RNG = np.random.default_rng(20260529)
 BINARY_2_OF_8 = np.array([0, 0, 0, 0, 0, 0, 1, 1], dtype=float)
@@ -331,21 +333,21 @@ def _theorem7_at(t, p0, p_star, mass, damping, k):
 # ---------------------------------------------------------------------------------------------------------------
 def test_config_errors_name_the_key():
     with pytest.raises(InputError, match="bandit.sweep.eta"):
-        br.bandit_settings({"sweep": {"eta": -1}})
+        bandit_settings({"sweep": {"eta": -1}})
     with pytest.raises(InputError, match="bandit.regime_map.etas.n"):
-        br.bandit_settings({"regime_map": {"etas": {"n": 1}}})
+        bandit_settings({"regime_map": {"etas": {"n": 1}}})
     with pytest.raises(InputError, match="bandit.readings\\[0\\].refresh"):
-        br.bandit_settings({"readings": [{"refresh": "weekly", "gradient": "stale"}]})
+        bandit_settings({"readings": [{"refresh": "weekly", "gradient": "stale"}]})
     with pytest.raises(InputError, match="bandit.colour"):
-        br.bandit_settings({"colour": 1})
+        bandit_settings({"colour": 1})
     with pytest.raises(InputError, match="bandit.calibration.window"):
-        br.bandit_settings({"calibration": {"window": [0.5, 0.2]}})
+        bandit_settings({"calibration": {"window": [0.5, 0.2]}})
     with pytest.raises(InputError, match="bandit.rewards"):
-        br.bandit_settings({"rewards": [1, 1, 1]})
+        bandit_settings({"rewards": [1, 1, 1]})
 
 
 def test_default_rewards_give_the_papers_p_star_and_K():
-    result = br.calibrate(br.bandit_settings({}))
+    result = calibrate(bandit_settings({}))
     assert result["interior_fixed_point"]
     assert result["p_star_exact"] == pytest.approx(1.35, abs=1e-5)
     assert result["p_star_measured"] == pytest.approx(result["p_star_exact"], abs=1e-6)
@@ -354,7 +356,7 @@ def test_default_rewards_give_the_papers_p_star_and_K():
 
 def test_missing_calibration_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
-        br.run_sweep({}, str(tmp_path / "nope.json"), *(str(tmp_path / f) for f in ("a.csv", "b.csv", "c.pdf",
+        run_sweep({}, str(tmp_path / "nope.json"), *(str(tmp_path / f) for f in ("a.csv", "b.csv", "c.pdf",
                                                                                  "d.png")))
 
 
@@ -368,18 +370,18 @@ def test_tiny_end_to_end(tmp_path):
                                                                    "gradient": "importance_weighted"}],
     }
     cal = tmp_path / "calibration.json"
-    br.run_calibrate(cfg, str(cal))
+    run_calibrate(cfg, str(cal))
     data = json.loads(cal.read_text())
-    assert data["p_ref"] == pytest.approx(np.mean(br.DEFAULT_REWARDS))
-    br.run_sweep(cfg, str(cal), str(tmp_path / "f6.csv"), str(tmp_path / "f6r.csv"), str(tmp_path / "f6.pdf"),
+    assert data["p_ref"] == pytest.approx(np.mean(DEFAULT_REWARDS))
+    run_sweep(cfg, str(cal), str(tmp_path / "f6.csv"), str(tmp_path / "f6r.csv"), str(tmp_path / "f6.pdf"),
                  str(tmp_path / "f6.png"))
     maps = []
-    for reading in br.bandit_settings(cfg).readings:
+    for reading in bandit_settings(cfg).readings:
         path = tmp_path / f"map_{reading.refresh}_{reading.gradient}.csv"
-        br.run_regime_map(cfg, str(cal), reading.refresh, reading.gradient, str(path), str(path.with_suffix(".pdf")),
+        run_regime_map(cfg, str(cal), reading.refresh, reading.gradient, str(path), str(path.with_suffix(".pdf")),
                           str(path.with_suffix(".png")))
         maps.append(str(path))
-    verdicts = br.run_verdict(cfg, str(cal), str(tmp_path / "f6r.csv"), maps, str(tmp_path / "verdict.md"),
+    verdicts = run_verdict(cfg, str(cal), str(tmp_path / "f6r.csv"), maps, str(tmp_path / "verdict.md"),
                               str(tmp_path / "t.csv"), str(tmp_path / "t.md"), str(tmp_path / "t.tex"))
     assert len(verdicts) == 4 * 2
     assert {v.verdict for v in verdicts} <= {"reproduced", "partly", "not"}
@@ -391,12 +393,12 @@ def test_tiny_end_to_end(tmp_path):
 
 def test_row_frontier():
     k = np.array([1, 2, 3, 4, 5])
-    f = br.row_frontier(k, ["overshoot", "monotone", "monotone", "oscillatory", "oscillatory"])
+    f = row_frontier(k, ["overshoot", "monotone", "monotone", "oscillatory", "oscillatory"])
     assert f.exit_k_ref == 4 and f.status == "ok" and not f.cascade
-    f = br.row_frontier(k, ["monotone", "monotone", "overshoot", "oscillatory", "oscillatory"])
+    f = row_frontier(k, ["monotone", "monotone", "overshoot", "oscillatory", "oscillatory"])
     assert f.exit_k_ref == 3 and f.cascade and f.first_oscillatory_k_ref == 4
-    assert br.row_frontier(k, ["monotone", "overshoot", "oscillatory", "collapsed", "collapsed"]).cascade
-    assert not br.row_frontier(k, ["monotone", "overshoot", "collapsed", "collapsed", "collapsed"]).cascade
-    assert not br.row_frontier(k, ["monotone", "oscillatory", "overshoot", "oscillatory", "oscillatory"]).cascade
-    assert br.row_frontier(k, ["monotone"] * 5).status == "censored"
-    assert br.row_frontier(k, ["oscillatory"] * 5).status == "never_monotone"
+    assert row_frontier(k, ["monotone", "overshoot", "oscillatory", "collapsed", "collapsed"]).cascade
+    assert not row_frontier(k, ["monotone", "overshoot", "collapsed", "collapsed", "collapsed"]).cascade
+    assert not row_frontier(k, ["monotone", "oscillatory", "overshoot", "oscillatory", "oscillatory"]).cascade
+    assert row_frontier(k, ["monotone"] * 5).status == "censored"
+    assert row_frontier(k, ["oscillatory"] * 5).status == "never_monotone"

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 import yaml
-
 from pgrpo.config import load_config, validate_config
 from pgrpo.errors import InputError
 

@@ -8,19 +8,10 @@ import sys
 import textwrap
 
 import pytest
-
-from pgrpo.data import (
-    PROMPT_TEMPLATE,
-    format_prompt,
-    generate_problems,
-    load_problems,
-    make_splits,
-    prompt_text,
-    read_jsonl,
-    run_make_synthetic,
-    subsample_indices,
-)
 from pgrpo.errors import InputError
+from pgrpo.grpo.data import PROMPT_TEMPLATE, format_prompt, load_problems, prompt_text, read_jsonl, subsample_indices
+from pgrpo.grpo.synthetic import generate_problems, make_splits
+from pgrpo.stages.model import run_make_synthetic
 
 SMALL = {"seed": 7, "sizes": {"sft": 300, "val": 20, "train": 60, "test": 40, "ood": 20},
          "difficulty": {"min_ops": 1, "max_ops": 3, "start_max": 30, "operand_max": 15, "mul_max": 4},
@@ -191,9 +182,11 @@ def test_max_examples_deterministic_subset(synthetic_dir):
 
 
 def test_chat_template_switch(synthetic_dir):
-    from transformers import AutoTokenizer  # noqa: F401  (a real tokenizer with a template, built locally)
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import (
+        AutoTokenizer,  # noqa: F401  (a real tokenizer with a template, built locally)
+        PreTrainedTokenizerFast,
+    )
 
     raw = Tokenizer(models.WordLevel({"[UNK]": 0, "<eos>": 1}, unk_token="[UNK]"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -213,7 +206,7 @@ def test_offline_hub_id_not_cached_is_one_clear_line(tmp_path):
     """With HF_HUB_OFFLINE=1 and an empty cache, a hub id fails with one InputError line naming the key."""
     code = textwrap.dedent(
         """
-        from pgrpo.data import load_problems
+        from pgrpo.grpo.data import load_problems
         from pgrpo.errors import InputError
         try:
             load_problems({"id": "openai/gsm8k", "config": "main", "split": "train", "path": None}, "train")

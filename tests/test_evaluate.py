@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from pgrpo import evaluate as ev
 from pgrpo.errors import InputError
+from pgrpo.grpo.benchmarks import gold_from_field, load_benchmark, resolve_benchmark, select_problems  # noqa: E402
+from pgrpo.grpo.generation import choose_backend, resolve_evaluation  # noqa: E402
+from pgrpo.grpo.pass_at_k import benchmark_pass_at_k, pass_at_k  # noqa: E402
+from pgrpo.stages.evaluate import run_evaluate, run_table1, variant_of  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------------
 # pass@k
@@ -40,19 +42,19 @@ def brute_force_pass_at_k(n: int, c: int, k: int) -> float:
     ],
 )
 def test_pass_at_k_hand_cases(n, c, k, expected):
-    assert ev.pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 
 
 @pytest.mark.parametrize("n, k", [(6, 1), (6, 3), (7, 2), (8, 5)])
 def test_pass_at_k_matches_subset_enumeration(n, k):
     for c in range(n + 1):
-        assert ev.pass_at_k(n, c, k) == pytest.approx(brute_force_pass_at_k(n, c, k), abs=1e-12)
+        assert pass_at_k(n, c, k) == pytest.approx(brute_force_pass_at_k(n, c, k), abs=1e-12)
 
 
 def test_benchmark_pass_at_k_averages_over_problems():
     counts = [0, 2, 5]  # correct among n = 5 samples
-    p1 = ev.benchmark_pass_at_k(counts, 5, 1)
-    p5 = ev.benchmark_pass_at_k(counts, 5, 5)
+    p1 = benchmark_pass_at_k(counts, 5, 1)
+    p5 = benchmark_pass_at_k(counts, 5, 5)
     assert p1.value == pytest.approx((0 + 0.4 + 1.0) / 3)
     assert p5.value == pytest.approx((0 + 1 + 1) / 3)
     # standard error: s.d. (ddof 1) of the per-problem values over sqrt(3)
@@ -62,7 +64,7 @@ def test_benchmark_pass_at_k_averages_over_problems():
 
 def test_pass_at_k_rejects_k_above_n():
     with pytest.raises(ValueError):
-        ev.pass_at_k(3, 1, 5)
+        pass_at_k(3, 1, 5)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -91,7 +93,7 @@ def test_pass_at_k_rejects_k_above_n():
     ],
 )
 def test_gold_from_field(value, answer_format, expected):
-    assert ev.gold_from_field(value, answer_format) == expected
+    assert gold_from_field(value, answer_format) == expected
 
 
 NUMINA_LIKE = [
@@ -107,13 +109,13 @@ NUMINA_LIKE = [
 def test_select_problems_excludes_unverifiable():
     questions = [r["problem"] for r in NUMINA_LIKE]
     answers = [r["solution"] for r in NUMINA_LIKE]
-    kept, golds, excluded = ev.select_problems(questions, answers, "boxed", True, None, 0)
+    kept, golds, excluded = select_problems(questions, answers, "boxed", True, None, 0)
     assert kept == [0, 3]
     assert golds == ["5", "16"]
     # row 1: proof question (and an empty box); row 2: "show that"; row 4: end-of-proof mark; row 5: no box
     assert excluded == {"no_gold": 2, "proof": 2}
     # without exclude_proofs only the rows without a gold answer are skipped
-    kept, golds, excluded = ev.select_problems(questions, answers, "boxed", False, None, 0)
+    kept, golds, excluded = select_problems(questions, answers, "boxed", False, None, 0)
     assert kept == [0, 2, 3, 4]
     assert excluded == {"no_gold": 2}
 
@@ -121,8 +123,8 @@ def test_select_problems_excludes_unverifiable():
 def test_subsample_is_deterministic_and_fills_max_examples():
     questions = [f"What is {i} plus 0?" if i % 3 else f"Prove claim {i}." for i in range(30)]
     answers = [f"#### {i}" for i in range(30)]
-    a = ev.select_problems(questions, answers, "gsm8k", True, 8, seed=7)
-    b = ev.select_problems(questions, answers, "gsm8k", True, 8, seed=7)
+    a = select_problems(questions, answers, "gsm8k", True, 8, seed=7)
+    b = select_problems(questions, answers, "gsm8k", True, 8, seed=7)
     assert a == b
     kept, golds, excluded = a
     assert len(kept) == 8 and kept == sorted(kept)
@@ -140,7 +142,7 @@ def test_load_benchmark_counts_the_skipped_proof(tmp_path):
     path = write_jsonl(tmp_path / "numina.jsonl", NUMINA_LIKE[:4])
     spec = {"path": path, "question_field": "problem", "answer_field": "solution", "answer_format": "boxed",
             "exclude_proofs": True}
-    problems = ev.load_benchmark("numinamath", spec)
+    problems = load_benchmark("numinamath", spec)
     assert problems.golds == ("5", "16")
     assert problems.n_source == 4
     assert problems.n_excluded == 2 and problems.excluded == {"no_gold": 1, "proof": 1}
@@ -156,7 +158,7 @@ def test_missing_benchmark_column_names_field_and_file(tmp_path):
     spec = {"path": path, "question_field": "problem", "answer_field": "answer", "answer_format": "gsm8k"}
     # the model does not exist: the benchmark error must come first (before any model is loaded)
     with pytest.raises(InputError) as info:
-        ev.run_evaluate({"name": "m", "id": None, "path": str(tmp_path / "no-model")}, None, "bad", spec, {},
+        run_evaluate({"name": "m", "id": None, "path": str(tmp_path / "no-model")}, None, "bad", spec, {},
                         str(tmp_path / "out.json"))
     message = str(info.value)
     assert "benchmarks.bad.question_field" in message and "'problem'" in message and path in message
@@ -179,14 +181,14 @@ def test_missing_benchmark_column_names_field_and_file(tmp_path):
 )
 def test_bad_benchmark_spec_names_the_key(spec, fragment):
     with pytest.raises(InputError, match=fragment.replace(".", r"\.").replace("(", r"\(")):
-        ev.resolve_benchmark("b", spec)
+        resolve_benchmark("b", spec)
 
 
 def test_missing_benchmark_file_names_the_path(tmp_path):
     spec = {"path": str(tmp_path / "absent.jsonl"), "question_field": "q", "answer_field": "a",
             "answer_format": "gsm8k"}
     with pytest.raises(InputError, match=r"benchmarks\.b\.path: no such file"):
-        ev.load_benchmark("b", spec)
+        load_benchmark("b", spec)
 
 
 @pytest.mark.parametrize(
@@ -202,30 +204,30 @@ def test_missing_benchmark_file_names_the_path(tmp_path):
 )
 def test_bad_evaluation_settings_name_the_key(evaluation, fragment):
     with pytest.raises(InputError) as info:
-        ev.resolve_evaluation(evaluation)
+        resolve_evaluation(evaluation)
     assert fragment in str(info.value)
 
 
 def test_backend_choice():
-    assert ev.choose_backend("auto", cuda=False, has_vllm=True) == "transformers"
-    assert ev.choose_backend("auto", cuda=True, has_vllm=False) == "transformers"
-    assert ev.choose_backend("auto", cuda=True, has_vllm=True) == "vllm"
-    assert ev.choose_backend("transformers", cuda=True, has_vllm=True) == "transformers"
+    assert choose_backend("auto", cuda=False, has_vllm=True) == "transformers"
+    assert choose_backend("auto", cuda=True, has_vllm=False) == "transformers"
+    assert choose_backend("auto", cuda=True, has_vllm=True) == "vllm"
+    assert choose_backend("transformers", cuda=True, has_vllm=True) == "transformers"
     with pytest.raises(InputError, match="evaluation.backend: vllm needs a CUDA"):
-        ev.choose_backend("vllm", cuda=False, has_vllm=True)
+        choose_backend("vllm", cuda=False, has_vllm=True)
     with pytest.raises(InputError, match="evaluation.backend: vllm is not installed"):
-        ev.choose_backend("vllm", cuda=True, has_vllm=False)
+        choose_backend("vllm", cuda=True, has_vllm=False)
 
 
 def test_variant_from_path_and_meta(tmp_path):
-    assert ev.variant_of(None) == ("base", None, None)
-    assert ev.variant_of("results/train/tiny/G16/seed3407/merged") == ("G16_seed3407", 16, 3407)
+    assert variant_of(None) == ("base", None, None)
+    assert variant_of("results/train/tiny/G16/seed3407/merged") == ("G16_seed3407", 16, 3407)
     run = tmp_path / "elsewhere"
     (run / "merged").mkdir(parents=True)
     (run / "meta.json").write_text(json.dumps({"G": 4, "seed": 42}))
-    assert ev.variant_of(str(run / "merged")) == ("G4_seed42", 4, 42)
+    assert variant_of(str(run / "merged")) == ("G4_seed42", 4, 42)
     with pytest.raises(InputError, match="cannot tell G and seed"):
-        ev.variant_of(str(tmp_path / "somewhere" / "model"))
+        variant_of(str(tmp_path / "somewhere" / "model"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -242,9 +244,8 @@ def build_constant_model(directory: Path, favoured: str, logit: float) -> Path:
     sums are then the logits.
     """
     import torch
+    from pgrpo.grpo.tiny_model import build_tokenizer
     from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from pgrpo.tiny import build_tokenizer
 
     corpus = [f"Question: Ann has {i} pens. How many pens?\nAnswer: #### {i}" for i in range(50)]
     tokenizer = build_tokenizer(corpus, vocab_size=300)
@@ -301,7 +302,7 @@ def test_end_to_end_tiny_model(constant_models, tmp_path):
     records = {}
     for variant_path, tag in ((None, "base"), (str(merged), "trained")):
         out_json, out_samples = tmp_path / f"{tag}.json", tmp_path / f"{tag}.jsonl"
-        ev.run_evaluate(model, variant_path, "six", spec, settings, str(out_json), str(out_samples), seed=3)
+        run_evaluate(model, variant_path, "six", spec, settings, str(out_json), str(out_samples), seed=3)
         record = json.loads(out_json.read_text())
         rows = [json.loads(line) for line in out_samples.read_text().splitlines()]
         records[tag] = record
@@ -360,7 +361,7 @@ def hand_made_evals(tmp_path):
 def test_table1_from_hand_made_evals(hand_made_evals):
     directory, paths = hand_made_evals
     out = {k: str(directory / f"table1.{k}") for k in ("csv", "md", "tex")}
-    table = ev.run_table1(paths, out["csv"], out["md"], out["tex"])
+    table = run_table1(paths, out["csv"], out["md"], out["tex"])
 
     sd = 100 * 0.04 / math.sqrt(2)  # two seeds 4 points apart: sample s.d. = 4 / sqrt(2) = 2.83
     g4 = table.cells[("gsm", "pass@1", "m1", "G=4")]
@@ -394,10 +395,10 @@ def test_table1_rejects_duplicates_and_mismatched_protocols(hand_made_evals, tmp
     dup = directory / "copy.json"
     dup.write_text(Path(paths[1]).read_text())
     with pytest.raises(InputError, match="m1/G4_seed42/gsm is also in"):
-        ev.run_table1(paths + [str(dup)], *outs)
+        run_table1(paths + [str(dup)], *outs)
     other = eval_json(directory / "..", "m1", "G8_seed1", "gsm", 0.3, 0.5, n_problems=99)
     with pytest.raises(InputError, match="differs from"):
-        ev.run_table1(paths + [other], *outs)
+        run_table1(paths + [other], *outs)
     with pytest.raises(InputError, match="no such file"):
-        ev.run_table1([str(tmp_path / "absent.json")], *outs)
+        run_table1([str(tmp_path / "absent.json")], *outs)
     assert not any(Path(p).exists() for p in outs)

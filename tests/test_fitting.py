@@ -11,35 +11,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import brentq
-
 from pgrpo.errors import InputError
-from pgrpo.fitting import (
+from pgrpo.fit.forecast import forecast_curve
+from pgrpo.fit.laws import (
     EXPONENTIAL,
     LAWS,
     OVERDAMPED,
     THREE_PHASE,
     UNDERDAMPED,
-    FitResult,
-    compare_laws,
     deficit_overdamped,
     deficit_three_phase,
     deficit_underdamped,
-    fit_all_laws,
-    fit_law,
-    fit_three_phase,
-    fitting_config,
-    forecast_curve,
-    information_criteria,
-    link_to_theory,
-    r_squared,
-    run_fit,
-    run_forecast,
-    run_forecast_summary,
-    stiffness_from_natural_frequency,
-    stiffness_from_saturation_rate,
     time_to_fraction,
 )
+from pgrpo.fit.least_squares import FitResult, fit_all_laws, fit_law, fit_three_phase, information_criteria, r_squared
+from pgrpo.fit.selection import compare_laws
+from pgrpo.fit.settings import fitting_config
+from pgrpo.fit.theory_link import link_to_theory, stiffness_from_natural_frequency, stiffness_from_saturation_rate
+from pgrpo.stages.fit import run_fit, run_forecast, run_forecast_summary
+from scipy.optimize import brentq
 
 STEPS = np.arange(1, 401, dtype=float)
 TRUE = {
@@ -494,7 +484,7 @@ def test_run_fit_goes_on_past_a_decreasing_and_a_flat_curve(tmp_path):
 
 def test_binary_noise_ceiling_is_the_r2_of_the_true_curve_on_binomial_data():
     """With y = Binomial(B n, p(t)) / (B n), the exact curve p attains R^2 = 1 - mean(p(1-p)/(B n)) / Var(y)."""
-    from pgrpo.fitting import binary_noise_ceiling
+    from pgrpo.fit.selection import binary_noise_ceiling
 
     rng = np.random.default_rng(5)
     t = np.arange(2000, dtype=float)

@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from pgrpo.aggregate import run_aggregate
 from pgrpo.errors import InputError
-from pgrpo.fitting import LAWS, THREE_PHASE, FitResult, run_fit, run_forecast
-from pgrpo.plots import figure1, label_panel, run_figure1
+from pgrpo.figures.fits import figure1
+from pgrpo.figures.style import label_panel
+from pgrpo.fit.laws import LAWS, THREE_PHASE
+from pgrpo.fit.least_squares import FitResult
+from pgrpo.stages.aggregate import run_aggregate
+from pgrpo.stages.fit import run_figure1, run_fit, run_forecast
 
 STEPS = np.arange(1, 301)
 

@@ -1,8 +1,7 @@
 """Answer extraction and the binary reward (Section 4.2) on hand-written cases."""
 
 import pytest
-
-from pgrpo.rewards import (
+from pgrpo.grpo.rewards import (
     accuracy_reward,
     completion_text,
     extract_final_answer,

@@ -7,8 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
-
 from pgrpo.errors import InputError
 from pgrpo.theory import (
     coefficients,
@@ -18,9 +16,10 @@ from pgrpo.theory import (
     discrete_trajectory,
     predicted_reward,
     predicted_trajectory,
-    prediction_report,
-    run_predict,
 )
+from pgrpo.stages.predict import run_predict
+from pgrpo.tables.prediction import prediction_report
+from scipy.integrate import solve_ivp
 
 
 def test_hand_computed_case():

@@ -11,16 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
-from pgrpo.data import format_prompt, read_jsonl, run_make_synthetic  # noqa: E402
 from pgrpo.errors import InputError  # noqa: E402
-from pgrpo.rewards import is_correct  # noqa: E402
-from pgrpo.tiny import (  # noqa: E402
-    build_tokenizer,
-    completion_target,
-    generate_completions,
-    load_model_and_tokenizer,
+from pgrpo.grpo.data import format_prompt, read_jsonl  # noqa: E402
+from pgrpo.grpo.models import load_model_and_tokenizer
+from pgrpo.grpo.rewards import is_correct  # noqa: E402
+from pgrpo.grpo.tiny_model import build_tokenizer, completion_target, generate_completions, tiny_settings
+from pgrpo.stages.model import (
     run_build_tiny,
-    tiny_settings,
+    run_make_synthetic,  # noqa: E402
 )
 
 SMALL_DATA = {"seed": 3, "sizes": {"sft": 400, "val": 16, "train": 32, "test": 24}}
@@ -116,7 +114,7 @@ def test_loader_offline_hub_id_not_cached(tmp_path):
     code = textwrap.dedent(
         """
         from pgrpo.errors import InputError
-        from pgrpo.tiny import load_model_and_tokenizer
+        from pgrpo.grpo.models import load_model_and_tokenizer
         try:
             load_model_and_tokenizer({"name": "r1", "id": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", "path": None})
         except InputError as e:

@@ -25,8 +25,28 @@ torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 pytest.importorskip("trl")
 
-from pgrpo import train  # noqa: E402
+
 from pgrpo.errors import InputError  # noqa: E402
+from pgrpo.grpo.checkpoints import (  # noqa: E402
+    LOG_COLUMNS,
+    PARTIAL_LOG_NAME,
+    assemble_log,
+    last_complete_checkpoint,
+    prepare_checkpoint_dir,
+    read_partial_log,
+    run_spec_fingerprint,
+)
+from pgrpo.grpo.trainer import train_grpo  # noqa: E402
+from pgrpo.grpo.training_config import (  # noqa: E402
+    build_grpo_config,
+    build_lora_config,
+    is_on_policy,
+    launch_command,
+    refresh_interval,
+    resolve_training,
+    validate_training,
+)
+from pgrpo.stages.train import run_train  # noqa: E402
 
 FIXTURE_CHARS = list(string.digits + string.ascii_letters + " +-*/=?.,#:\n")
 SPECIALS = ["<pad>", "<eos>"]
@@ -108,7 +128,7 @@ def small_training(**overrides) -> dict:
 def run_fixture(model_dir: Path, out_dir: Path, training: dict, G: int = 4, reward=lower_or_digit_reward, seed=42):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return train.train_grpo(
+    return train_grpo(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         tokenizer=AutoTokenizer.from_pretrained(model_dir),
         train_dataset=problems(64, 0),
@@ -141,15 +161,15 @@ def on_policy_run(fixture_model, tmp_path_factory):
 
 
 def test_defaults_are_table_2(tmp_path):
-    t = train.resolve_training({})
-    args = train.build_grpo_config(t, 4, 42, str(tmp_path), has_eval=True, cuda=False)
+    t = resolve_training({})
+    args = build_grpo_config(t, 4, 42, str(tmp_path), has_eval=True, cuda=False)
     assert (args.learning_rate, args.num_train_epochs) == (1e-5, 2)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (4, 4)
     assert (args.temperature, args.max_completion_length) == (0.8, 786)
     assert (args.logging_steps, args.eval_steps) == (1, 100)
     assert (args.beta, args.epsilon) == (0.005, 0.2)
     assert t["max_prompt_length"] == 256
-    lora = train.build_lora_config(t["lora"])
+    lora = build_lora_config(t["lora"])
     assert (lora.r, lora.lora_alpha, lora.lora_dropout) == (16, 64, 0.05)
     assert set(lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "gate_proj"}
     assert not args.bf16 and args.use_cpu  # no CUDA here
@@ -167,15 +187,15 @@ def test_defaults_are_table_2(tmp_path):
     ],
 )
 def test_refresh_interval_in_optimizer_steps(accumulation, steps_per_generation, iterations, k_ref, on_policy):
-    t = train.resolve_training(
+    t = resolve_training(
         {
             "gradient_accumulation_steps": accumulation,
             "steps_per_generation": steps_per_generation,
             "num_iterations": iterations,
         }
     )
-    assert train.refresh_interval(t) == k_ref
-    assert train.is_on_policy(t) is on_policy
+    assert refresh_interval(t) == k_ref
+    assert is_on_policy(t) is on_policy
 
 
 @pytest.mark.parametrize(
@@ -194,20 +214,20 @@ def test_refresh_interval_in_optimizer_steps(accumulation, steps_per_generation,
 )
 def test_bad_training_config_names_the_key(overrides, G, fragment):
     with pytest.raises(InputError) as caught:
-        train.validate_training(train.resolve_training(overrides), G)
+        validate_training(resolve_training(overrides), G)
     assert fragment in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
 def test_launch_command_wraps_accelerate_only_with_several_gpus(repo_root, monkeypatch):
     monkeypatch.chdir(repo_root)
-    assert train.launch_command({}, 1)[1:] == ["-m", "pgrpo"]
-    command = train.launch_command({"accelerate_config": "config/accelerate/deepspeed_zero3.yaml"}, 4)
+    assert launch_command({}, 1)[1:] == ["-m", "pgrpo"]
+    command = launch_command({"accelerate_config": "config/accelerate/deepspeed_zero3.yaml"}, 4)
     assert command[:2] == ["accelerate", "launch"]
     assert command[command.index("--num_processes") + 1] == "4"
     assert command[-2:] == ["-m", "pgrpo"]
     with pytest.raises(InputError, match="training.accelerate_config"):
-        train.launch_command({"accelerate_config": "nope.yaml"}, 2)
+        launch_command({"accelerate_config": "nope.yaml"}, 2)
 
 
 def test_shipped_accelerate_configs(repo_root):
@@ -229,7 +249,7 @@ def test_short_run_writes_every_column(on_policy_run):
     out, result = on_policy_run
     log = pd.read_csv(out / "log.csv")
     assert list(log["step"]) == list(range(1, 7))  # one row per optimizer step, each once
-    for column in train.LOG_COLUMNS:
+    for column in LOG_COLUMNS:
         assert column in log.columns
     n = 4 * 2  # completions per generation batch: per_device_train_batch_size x steps_per_generation
     for _, row in log.iterrows():
@@ -273,9 +293,9 @@ def test_is_ratio_is_one_at_refresh_and_above_one_in_between(fixture_model, tmp_
 def test_assemble_log_rejects_gaps_and_duplicates():
     rows = [{"kind": "train", "step": s, "reward": 0.5} for s in (1, 2, 2)]
     with pytest.raises(RuntimeError, match="duplicated"):
-        train.assemble_log(rows, 3)
+        assemble_log(rows, 3)
     rows = [{"kind": "train", "step": 1}, {"kind": "train", "step": 2}, {"kind": "eval", "step": 2, "eval_reward": 1}]
-    frame = train.assemble_log(rows, 2)
+    frame = assemble_log(rows, 2)
     assert list(frame["step"]) == [1, 2]
     assert frame["reward"].isna().all()  # absent = not measured
     assert math.isnan(frame.loc[0, "eval_reward"]) and frame.loc[1, "eval_reward"] == 1
@@ -284,7 +304,7 @@ def test_assemble_log_rejects_gaps_and_duplicates():
 def test_assemble_log_keeps_the_eval_before_the_first_update_as_step_0():
     rows = [{"kind": "eval", "step": 0, "eval_reward": 0.25, "eval_accuracy": 0.25},
             {"kind": "train", "step": 1, "reward": 0.5}, {"kind": "train", "step": 2, "reward": 0.75}]
-    frame = train.assemble_log(rows, 2)
+    frame = assemble_log(rows, 2)
     assert list(frame["step"]) == [0, 1, 2]
     assert frame.loc[0, "eval_reward"] == 0.25 and math.isnan(frame.loc[0, "reward"])
     assert list(frame["reward"][1:]) == [0.5, 0.75]
@@ -323,7 +343,7 @@ def test_dataset_without_answer_column_is_one_line(fixture_model, tmp_path):
 
     bad = problems(8, 0).remove_columns("answer")
     with pytest.raises(InputError, match=r"data\.train: dataset lacks column\(s\) answer"):
-        train.train_grpo(
+        train_grpo(
             model=AutoModelForCausalLM.from_pretrained(fixture_model),
             tokenizer=AutoTokenizer.from_pretrained(fixture_model),
             train_dataset=bad,
@@ -340,7 +360,7 @@ def test_dataset_without_answer_column_is_one_line(fixture_model, tmp_path):
 
 def test_missing_model_path_is_one_line(tmp_path):
     with pytest.raises(InputError, match=r"models\.ghost\.path"):
-        train.run_train(
+        run_train(
             model={"name": "ghost", "id": None, "path": str(tmp_path / "absent")},
             data={"train": {"path": str(tmp_path / "train.jsonl")}},
             training=small_training(),
@@ -380,22 +400,22 @@ def test_reward_raising_mid_run_leaves_nothing_complete(fixture_model, tmp_path)
 
 def test_resume_truncates_rows_past_the_checkpoint(tmp_path):
     checkpoints = tmp_path / "checkpoints"
-    fingerprint = train.run_spec_fingerprint("m", train.resolve_training({}), 4, 1)
-    train.prepare_checkpoint_dir(checkpoints, fingerprint)
+    fingerprint = run_spec_fingerprint("m", resolve_training({}), 4, 1)
+    prepare_checkpoint_dir(checkpoints, fingerprint)
     for step in (2, 4):
         (checkpoints / f"checkpoint-{step}").mkdir()
         (checkpoints / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps({"global_step": step}))
     (checkpoints / "checkpoint-6").mkdir()
     (checkpoints / "checkpoint-6" / "trainer_state.json").write_text('{"global_st')  # killed while saving
-    partial = checkpoints / train.PARTIAL_LOG_NAME
+    partial = checkpoints / PARTIAL_LOG_NAME
     partial.write_text("".join(json.dumps({"kind": "train", "step": s}) + "\n" for s in range(1, 6)) + '{"kind": "tr')
-    path, step = train.prepare_checkpoint_dir(checkpoints, fingerprint)
+    path, step = prepare_checkpoint_dir(checkpoints, fingerprint)
     assert (Path(path).name, step) == ("checkpoint-4", 4)
-    assert [r["step"] for r in train.read_partial_log(partial)] == [1, 2, 3, 4]
+    assert [r["step"] for r in read_partial_log(partial)] == [1, 2, 3, 4]
     assert not (checkpoints / "checkpoint-6").exists()
     # another configuration: its checkpoints are set aside, not resumed
-    other = train.run_spec_fingerprint("m", train.resolve_training({"learning_rate": 1e-4}), 4, 1)
-    assert train.prepare_checkpoint_dir(checkpoints, other) == (None, 0)
+    other = run_spec_fingerprint("m", resolve_training({"learning_rate": 1e-4}), 4, 1)
+    assert prepare_checkpoint_dir(checkpoints, other) == (None, 0)
     assert (tmp_path / "checkpoints.stale" / "checkpoint-4").is_dir()
 
 
@@ -420,9 +440,9 @@ def test_resume_keeps_the_refresh_schedule(fixture_model, tmp_path):
 
 def test_run_train_with_the_workflow_modules(fixture_model, tmp_path):
     """run_train end to end: data by path (pgrpo.data), GSM8K binary reward (pgrpo.rewards), loader (pgrpo.tiny)."""
-    pytest.importorskip("pgrpo.data")
-    pytest.importorskip("pgrpo.rewards")
-    pytest.importorskip("pgrpo.tiny")
+    pytest.importorskip("pgrpo.grpo.data")
+    pytest.importorskip("pgrpo.grpo.rewards")
+    pytest.importorskip("pgrpo.grpo.tiny_model")
     for role, n in (("train", 32), ("eval", 4)):
         rows = [{"q": f"{a}+{b}=", "a": f"#### {a + b}"} for a, b in zip(range(n), reversed(range(n)))]
         (tmp_path / f"{role}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -431,7 +451,7 @@ def test_run_train_with_the_workflow_modules(fixture_model, tmp_path):
         for role in ("train", "eval")
     }
     model = {"name": "fixture", "id": None, "path": str(fixture_model)}
-    train.run_train(
+    run_train(
         model=model,
         data=data,
         training=small_training(max_steps=3, max_prompt_length=64),
@@ -445,14 +465,14 @@ def test_run_train_with_the_workflow_modules(fixture_model, tmp_path):
     assert (tmp_path / "run" / "merged" / "config.json").exists()
     data["train"]["answer_field"] = "solution"
     with pytest.raises(InputError, match=r"data\.train\.answer_field"):
-        train.run_train(model=model, data=data, training=small_training(), G=4, seed=3, out_dir=str(tmp_path / "x"))
+        run_train(model=model, data=data, training=small_training(), G=4, seed=3, out_dir=str(tmp_path / "x"))
 
 
 RESUME_SCRIPT = textwrap.dedent("""
     import json, random, sys, time
     import datasets
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from pgrpo import train
+
 
     model_dir, out_dir, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
@@ -466,7 +486,7 @@ RESUME_SCRIPT = textwrap.dedent("""
         return [1.0 if c[:1] and (c[0].isdigit() or c[0].islower()) else 0.0 for c in completions]
 
     training = json.loads(sys.argv[4])
-    train.train_grpo(
+    train_grpo(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         tokenizer=AutoTokenizer.from_pretrained(model_dir),
         train_dataset=problems(64, 0), eval_dataset=problems(6, 1), reward_funcs=[slow_reward],
@@ -487,8 +507,8 @@ def test_killed_run_resumes_with_every_step_once(fixture_model, tmp_path):
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and process.poll() is None:
         if (
-            train.last_complete_checkpoint(out / "checkpoints")
-            and train.last_complete_checkpoint(out / "checkpoints")[1] >= 8
+            last_complete_checkpoint(out / "checkpoints")
+            and last_complete_checkpoint(out / "checkpoints")[1] >= 8
         ):
             break
         time.sleep(0.2)
@@ -496,10 +516,10 @@ def test_killed_run_resumes_with_every_step_once(fixture_model, tmp_path):
     process.kill()
     process.wait()
     assert not (out / "log.csv").exists() and not (out / "meta.json").exists()
-    partial = train.read_partial_log(out / "checkpoints" / train.PARTIAL_LOG_NAME)
+    partial = read_partial_log(out / "checkpoints" / PARTIAL_LOG_NAME)
     before = {r["step"]: r for r in partial if r["kind"] == "train"}
     killed_at = max(before)
-    _, resumed_at = train.last_complete_checkpoint(out / "checkpoints")
+    _, resumed_at = last_complete_checkpoint(out / "checkpoints")
     assert resumed_at >= 8 and killed_at < 24
 
     subprocess.run([*command, "0", training], env=env, check=True, stderr=subprocess.DEVNULL, timeout=300)

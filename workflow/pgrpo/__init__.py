@@ -1,17 +1,16 @@
 """predictable-grpo: the workflow that runs "Predictable GRPO: A Closed-Form Model of Training Dynamics" end to end.
 
-One module per concept of the paper:
+Layers, arrows pointing one way (``cli -> stages -> core / figures / tables``; the core imports nothing above it):
 
-- ``theory``       closed forms of Section 3 (Eq. 6-17) as numbers; regime of a configuration
-- ``symbolic``     the same closed forms derived with sympy (Appendix A)
-- ``bandit``       the exact softmax-bandit reduction (Section 5.6, Figures 6-7)
-- ``data``         datasets by hub id or local path; shipped synthetic GSM8K-style data
-- ``rewards``      answer extraction and equivalence (GSM8K ``####``, boxed LaTeX via math-verify)
-- ``tiny``         the embedded default model and tokenizer, built locally and warm-started
-- ``train``        TRL GRPOTrainer + peft LoRA, the per-step log of Section 4.2
-- ``aggregate``    seeds -> mean and s.d. (Section 4.2)
-- ``fitting``      three-phase law (Prop. 14) and its rivals; forecasts (Section 4.4, Figure 1)
-- ``cli``          ``pgrpo <verb>``: each stage usable outside Snakemake
+- the pure core, one package per concept, computing and returning named records (no workflow files, no matplotlib):
+  ``theory`` (Section 3, Appendix A), ``bandit`` (Section 5.6), ``fit`` (Section 4.4, forecasts),
+  ``diagnose`` (Sections 5.2-5.5), ``grpo`` (Sections 4.1-4.3: data, rewards, models, TRL training, evaluation);
+- the views: ``figures`` (every matplotlib figure) and ``tables`` (one writer for Markdown, LaTeX and HTML);
+- ``stages``: one module per rule group, the only code that reads and writes the workflow's files (atomically);
+- ``cli``: ``pgrpo <verb>`` over the stages; ``config`` (schema validation, one-line errors), ``atomic`` (atomic
+  writes and JSON reads), ``errors``.
+
+``pgrpo.fitting``, ``pgrpo.evaluate`` and ``pgrpo.rewards`` are the old public paths, kept as re-exports.
 """
 
 __version__ = "0.1.0"

@@ -250,15 +250,15 @@ def _validate(args):
 
 @verb("predict")
 def _predict(args):
-    from pgrpo import theory
+    from pgrpo.stages import predict
 
-    theory.run_predict(eta=args.eta, mu=args.mu, k_ref=args.k_ref, K=args.K, r0=args.r0, r_inf=args.r_inf,
+    predict.run_predict(eta=args.eta, mu=args.mu, k_ref=args.k_ref, K=args.K, r0=args.r0, r_inf=args.r_inf,
                        steps=args.steps, out_path=args.out)
 
 
 @verb("symbolic")
 def _symbolic(args):
-    from pgrpo import symbolic
+    from pgrpo.stages import symbolic
 
     claims = symbolic.run_verify_symbolic(json_path=args.json, md_path=args.md)
     for claim in claims:
@@ -267,35 +267,35 @@ def _symbolic(args):
 
 @verb("bandit")
 def _bandit(args):
-    from pgrpo import bandit_report
+    from pgrpo.stages import bandit as bandit_stage
 
     section = _section(args, "bandit")
     if args.bandit_verb == "calibrate":
-        bandit_report.run_calibrate(section, args.out)
+        bandit_stage.run_calibrate(section, args.out)
     elif args.bandit_verb == "sweep":
-        bandit_report.run_sweep(section, args.calibration, args.csv, args.regimes_csv, args.pdf, args.png)
+        bandit_stage.run_sweep(section, args.calibration, args.csv, args.regimes_csv, args.pdf, args.png)
     elif args.bandit_verb == "regime-map":
-        bandit_report.run_regime_map(section, args.calibration, args.refresh, args.gradient, args.csv, args.pdf,
+        bandit_stage.run_regime_map(section, args.calibration, args.refresh, args.gradient, args.csv, args.pdf,
                                      args.png)
     elif args.bandit_verb == "verdict":
-        bandit_report.run_verdict(section, args.calibration, args.sweep_regimes, args.maps, args.md, args.table_csv,
+        bandit_stage.run_verdict(section, args.calibration, args.sweep_regimes, args.maps, args.md, args.table_csv,
                                   args.table_md, args.table_tex, sensitivity_csv=args.sensitivity)
     elif args.bandit_verb == "sensitivity":
-        bandit_report.run_sensitivity(section, args.csv, args.md)
+        bandit_stage.run_sensitivity(section, args.csv, args.md)
 
 
 @verb("data")
 def _data(args):
-    from pgrpo import data
+    from pgrpo.stages import model
 
-    data.run_make_synthetic(out_dir=args.out_dir, cfg=_section(args, "synthetic"))
+    model.run_make_synthetic(out_dir=args.out_dir, cfg=_section(args, "synthetic"))
 
 
 @verb("build-tiny")
 def _build_tiny(args):
-    from pgrpo import tiny
+    from pgrpo.stages import model
 
-    tiny.run_build_tiny(data_dir=args.data_dir, out_dir=args.out_dir, cfg=_section(args, "tiny"), seed=args.seed)
+    model.run_build_tiny(data_dir=args.data_dir, out_dir=args.out_dir, cfg=_section(args, "tiny"), seed=args.seed)
 
 
 @verb("train")
@@ -308,40 +308,40 @@ def _train(args):
         config = _config(args)
         model = _model_spec(config, args.model)
         data, training = config["data"], config["training"]
-    from pgrpo import train
+    from pgrpo.stages import train
 
     train.run_train(model=model, data=data, training=training, G=args.G, seed=args.seed, out_dir=args.out_dir)
 
 
 @verb("aggregate")
 def _aggregate(args):
-    from pgrpo import aggregate
+    from pgrpo.stages import aggregate
 
     aggregate.run_aggregate(log_csvs=args.logs, out_csv=args.out)
 
 
 @verb("fit")
 def _fit(args):
-    from pgrpo import fitting
+    from pgrpo.stages import fit
 
-    fitting.run_fit(aggregate_csvs=args.aggregates, meta_jsons=args.metas, out_json=args.json, out_csv=args.csv,
+    fit.run_fit(aggregate_csvs=args.aggregates, meta_jsons=args.metas, out_json=args.json, out_csv=args.csv,
                     out_md=args.md, out_tex=args.tex, cfg=_section(args, "fitting"))
 
 
 @verb("figure1")
 def _figure1(args):
-    from pgrpo import plots
+    from pgrpo.stages import fit
 
-    plots.run_figure1(aggregate_csvs=args.aggregates, fit_jsons=args.fits, out_pdf=args.pdf, out_png=args.png)
+    fit.run_figure1(aggregate_csvs=args.aggregates, fit_jsons=args.fits, out_pdf=args.pdf, out_png=args.png)
 
 
 @verb("forecast")
 def _forecast(args):
-    from pgrpo import fitting
+    from pgrpo.stages import fit
 
     section = _section(args, "fitting")
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
-    fitting.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
+    fit.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
                          meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"))
 
 
@@ -357,7 +357,7 @@ def _evaluate(args):
         if args.benchmark not in config["benchmarks"]:
             raise InputError(f"--benchmark must name one of the config's benchmarks: {', '.join(config['benchmarks'])}")
         benchmark, evaluation = config["benchmarks"][args.benchmark], config["evaluation"]
-    from pgrpo import evaluate
+    from pgrpo.stages import evaluate
 
     evaluate.run_evaluate(model=model, variant_path=args.variant_path or None, benchmark_name=args.benchmark,
                           benchmark=benchmark, evaluation=evaluation, out_json=args.json,
@@ -366,26 +366,26 @@ def _evaluate(args):
 
 @verb("table1")
 def _table1(args):
-    from pgrpo import evaluate
+    from pgrpo.stages import evaluate
 
     evaluate.run_table1(eval_jsons=args.evals, out_csv=args.csv, out_md=args.md, out_tex=args.tex)
 
 
 @verb("diagnostics")
 def _diagnostics(args):
-    from pgrpo import diagnostics
+    from pgrpo.stages import diagnose
 
-    diagnostics.run_diagnostics(aggregate_csvs=args.aggregates, out_json=args.json, out_md=args.md,
+    diagnose.run_diagnostics(aggregate_csvs=args.aggregates, out_json=args.json, out_md=args.md,
                                 out_dir_figures=args.figures, meta_jsons=args.metas, fit_jsons=args.fits,
                                 diagnostics=_section(args, "diagnostics"))
 
 
 @verb("diagnose")
 def _diagnose(args):
-    from pgrpo import diagnostics
+    from pgrpo.stages import diagnose
 
     section = _section(args, "diagnostics") if (args.section_json or args.config) else None
-    report = diagnostics.run_diagnose(log_path=args.log, out_json=args.json, out_md=args.md, meta_json=args.meta,
+    report = diagnose.run_diagnose(log_path=args.log, out_json=args.json, out_md=args.md, meta_json=args.meta,
                                       diagnostics=section, G=args.G, out_dir_figures=args.figures)
     if not args.md:
         print(report.to_markdown())
@@ -393,9 +393,9 @@ def _diagnose(args):
 
 @verb("forecast-summary")
 def _forecast_summary(args):
-    from pgrpo import fitting
+    from pgrpo.stages import fit
 
-    fitting.run_forecast_summary(forecast_jsons=args.forecasts, out_csv=args.csv, out_md=args.md)
+    fit.run_forecast_summary(forecast_jsons=args.forecasts, out_csv=args.csv, out_md=args.md)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Figures 2-5 of the paper (Sections 5.2-5.5): the four training diagnostics as grids.
 
 Columns are models; rows as in the paper's figure; group sizes overlaid in the house colours
-(:func:`pgrpo.plots.color_for_G`); seed mean with a ± s.d. band where the aggregate has one; x is training progress
+(:func:`pgrpo.figures.style.color_for_G`); seed mean with a ± s.d. band where the aggregate has one; x is training progress
 ``step / last step`` per run so the G's overlay.
 
 - Figure 2 (reward hacking): row 1 the parametric ``u_eval`` against ``u_train`` (Eq. 17) with the diagonal ``y = x``
@@ -13,7 +13,8 @@ Columns are models; rows as in the paper's figure; group sizes overlaid in the h
 - Figure 5 (stability): row 1 ``grad_norm`` on a log axis (crosses at spikes); row 2 the IS-ratio max.
 
 A panel whose column is missing (or whose diagnostic could not run) says so in words instead of a curve.
-The numbers and verdicts come from :mod:`pgrpo.diagnostics`; this module only draws.
+The numbers and verdicts come from :mod:`pgrpo.diagnose`; this module only draws.
+
 """
 
 from __future__ import annotations
@@ -22,28 +23,27 @@ import math
 import os
 from typing import Any, Callable, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from pgrpo.diagnostics import (  # noqa: E402
+from pgrpo.diagnose.records import (
     MODE_COLLAPSE,
     POLICY_CONCENTRATION,
     REWARD_HACKING,
     STABILITY,
     DiagnosticResult,
-    DiagnosticsReport,
     RunCurves,
 )
-from pgrpo.plots import BAND_ALPHA, label_panel, save_pdf_png, style  # noqa: E402
-from pgrpo.plots import color_for_G as _house_color  # noqa: E402
+from pgrpo.diagnose.report import DiagnosticsReport
+from pgrpo.figures.style import BAND_ALPHA, label_panel, save_pdf_png, style
+from pgrpo.figures.style import color_for_G as _house_color
 
 FIGURE_NAMES: dict[str, str] = {REWARD_HACKING: "figure2", MODE_COLLAPSE: "figure3",
                                 POLICY_CONCENTRATION: "figure4", STABILITY: "figure5"}
+
+
 _MISSING_STYLE = {"ha": "center", "va": "center", "color": "0.35", "fontsize": 6}
 
 

@@ -4,7 +4,7 @@ The paper (Section 4.1) post-trains 1.5B-7B open-weight models; the embedded def
 parameter Qwen2-style model so that the whole pipeline (Sections 4.2-4.4) runs on a laptop CPU in minutes:
 
 1. a byte-level BPE tokenizer (``tokenizers``; Qwen2's pre-tokenizer, so digits are single tokens and
-   ``AutoTokenizer`` reloads it exactly) trained on the synthetic corpus of :mod:`pgrpo.data`, wrapped as
+   ``AutoTokenizer`` reloads it exactly) trained on the synthetic corpus of :mod:`pgrpo.grpo.data`, wrapped as
    ``PreTrainedTokenizerFast`` with pad/eos/bos;
 2. a small ``Qwen2ForCausalLM`` (layers/hidden/heads from config) with tied embeddings, so the LoRA targets of
    Table 2 (q, k, v, o, gate, up, down projections) exist;
@@ -17,25 +17,23 @@ parameter Qwen2-style model so that the whole pipeline (Sections 4.2-4.4) runs o
    ``R_inf``; here ``R_0`` ~ 0.3 and greedy accuracy bounds the reachable ``R_inf`` from above only loosely.
 
 :func:`load_model_and_tokenizer` is the generic loader used by training and evaluation (hub id or local path).
+
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Sequence
 
-from pgrpo.atomic import atomic_dir, write_json
-from pgrpo.data import PROMPT_TEMPLATE, format_prompt, read_jsonl
 from pgrpo.errors import InputError
-from pgrpo.rewards import is_correct
+from pgrpo.grpo.data import PROMPT_TEMPLATE, format_prompt
+from pgrpo.grpo.rewards import is_correct
 
 PAD, EOS, BOS = "<|pad|>", "<|endoftext|>", "<|bos|>"
+
 
 #: Defaults of the ``tiny:`` config section (see config/config.yaml); a user's keys override these one level deep.
 DEFAULT_TINY: dict[str, Any] = {
@@ -110,11 +108,6 @@ def tiny_settings(cfg: dict | None) -> dict:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Tokenizer and model
-# ---------------------------------------------------------------------------------------------------------------
-
-
 #: Qwen2's pre-tokenizer split (transformers ``Qwen2Tokenizer``): every digit is a piece of its own.
 QWEN2_PRETOKENIZE_REGEX = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
@@ -183,11 +176,6 @@ def build_model(tokenizer, arch: dict, seed: int = 0):
 
 def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Warm start and evaluation
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def completion_target(answer: str) -> str:
@@ -340,139 +328,3 @@ def warm_start(model, tokenizer, sft_rows: Sequence[dict], val_rows: Sequence[di
                             "seconds": time.perf_counter() - t0})
     model.eval()
     return {"steps": total, "seconds": time.perf_counter() - t0, "history": history}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The stage
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _require_file(path: Path, key: str) -> Path:
-    if not path.is_file():
-        raise InputError(f"{key}: no such file: {path} (run the synthetic-data stage first)")
-    return path
-
-
-def _read_rows(path: Path) -> list[dict]:
-    """Rows of a synthetic-data file, each checked for ``question`` and ``answer`` before any work starts."""
-    try:
-        rows = read_jsonl(path)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a JSON-lines file ({exc})") from None
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    for i, r in enumerate(rows):
-        missing = [f for f in ("question", "answer") if not isinstance(r, dict) or f not in r]
-        if missing:
-            has = sorted(r) if isinstance(r, dict) else r
-            raise InputError(f"{path}: row {i + 1} has no {missing[0]!r} field (has {has!r})")
-    return rows
-
-
-def run_build_tiny(data_dir: str, out_dir: str, cfg: dict | None = None, seed: int | None = None,
-                   prompt_template: str = PROMPT_TEMPLATE) -> dict:
-    """Build, warm-start and save the tiny model from the synthetic data in ``data_dir``.
-
-    Reads ``sft.jsonl`` (warm start, tokenizer corpus), ``val.jsonl`` (warm-start checks; optional) and
-    ``test.jsonl`` (held-out accuracy). Writes into ``out_dir``, which appears whole or not at all: the model
-    (``config.json``, ``model.safetensors``, ``generation_config.json``) and tokenizer via ``save_pretrained``, and
-    ``warmstart.json`` with the parameter count, the held-out accuracy under sampling at ``tiny.eval.temperature``
-    and greedy, the warm-start history and timings. Returns the ``warmstart.json`` record.
-    ``prompt_template`` must be the one GRPO and evaluation use (``data.prompt_template``); ``seed`` (initialisation,
-    batch order, sampling) defaults to ``tiny.seed``.
-    """
-    settings = tiny_settings(cfg)
-    seed = int(settings["seed"] if seed is None else seed)
-    if "{question}" not in prompt_template:
-        raise InputError(f"data.prompt_template must contain '{{question}}', got {prompt_template!r}")
-    data = Path(data_dir)
-    sft_path = _require_file(data / "sft.jsonl", "tiny data_dir")
-    test_path = _require_file(data / "test.jsonl", "tiny data_dir")
-    val_path = data / "val.jsonl"
-    threads = int(settings["threads"])
-
-    import torch
-
-    torch.set_num_threads(threads)
-    t_start = time.perf_counter()
-    sft_rows = _read_rows(sft_path)
-    test_rows = _read_rows(test_path)[: settings["eval"]["examples"]]
-    val_rows = _read_rows(val_path)[: settings["warmstart"]["val_examples"]] if val_path.is_file() else []
-    template = prompt_template
-
-    corpus = [format_prompt(r["question"], template) + completion_target(r["answer"]) for r in sft_rows]
-    tokenizer = build_tokenizer(corpus, settings["tokenizer"]["vocab_size"])
-    t_tok = time.perf_counter() - t_start
-    model = build_model(tokenizer, settings["architecture"], seed=seed)
-    ws = warm_start(model, tokenizer, sft_rows, val_rows, settings, seed=seed, template=template)
-    ev = settings["eval"]
-    acc = measure_accuracy(model, tokenizer, test_rows, temperature=ev["temperature"],
-                           max_new_tokens=ev["max_new_tokens"], template=template,
-                           batch_size=ev["batch_size"], seed=seed + 10_000)
-    record = {
-        "parameters": count_parameters(model),
-        "vocab_size": len(tokenizer),
-        "seed": seed,
-        "heldout": asdict(acc),
-        "warmstart": {"steps": ws["steps"], "seconds": ws["seconds"], "history": ws["history"]},
-        "seconds": {"tokenizer": t_tok, "warmstart": ws["seconds"], "eval": acc.seconds,
-                    "total": time.perf_counter() - t_start},
-        "settings": settings,
-        "prompt_template": template,
-        "threads": threads,
-    }
-    with atomic_dir(out_dir) as tmp:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        write_json(tmp / "warmstart.json", record)
-    return record
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Generic loader (hub id or local path)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def load_model_and_tokenizer(model_spec: dict, dtype: Any = None):
-    """Load ``(model, tokenizer)`` for ``model_spec`` = {name, id, path}: a set ``path`` overrides ``id``.
-
-    A missing path or a directory without ``config.json`` raises InputError naming ``models.<name>.path``; a hub id
-    that cannot be loaded (e.g. HF_HUB_OFFLINE=1 and not cached) raises InputError naming ``models.<name>.id``. The
-    tokenizer gets ``pad_token = eos_token`` when it has none.
-    """
-    name = model_spec.get("name") or "?"
-    path, hub_id = model_spec.get("path"), model_spec.get("id")
-    if path:
-        p = Path(path)
-        if not p.is_dir():
-            raise InputError(f"models.{name}.path: no such model directory: {path}")
-        if not (p / "config.json").is_file():
-            raise InputError(f"models.{name}.path: {path} has no config.json (not a saved model)")
-        source, key = str(p), "path"
-    elif hub_id:
-        source, key = hub_id, "id"
-    else:
-        raise InputError(f"models.{name}: set either 'path' (a local model directory) or 'id' (a hub model id)")
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    kwargs: dict[str, Any] = {}
-    if dtype is not None:
-        kwargs["dtype"] = dtype
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-    except Exception as exc:
-        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-        hint = " (HF_HUB_OFFLINE is set and it is not cached)" if offline and key == "id" else ""
-        msg = " ".join(str(exc).split())[:200]
-        extra = f"; set models.{name}.path to a local copy" if key == "id" else ""
-        raise InputError(f"models.{name}.{key}: cannot load {source!r}{hint}: {msg}{extra}") from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer
-
-
-def read_warmstart(model_dir: str) -> dict:
-    """The ``warmstart.json`` record of a built tiny model."""
-    return json.loads((Path(model_dir) / "warmstart.json").read_text())

@@ -1,0 +1,5 @@
+"""The training diagnostics of Sections 5.2-5.5 (Figures 2-5): one module per failure mode (:mod:`.hacking`,
+:mod:`.mode_collapse`, :mod:`.concentration`, :mod:`.stability`), the records and verdict names they return
+(:mod:`.records`), the config section (:mod:`.settings`), log column aliases (:mod:`.columns`) and the report over
+all of them (:mod:`.report`).
+"""

@@ -1,0 +1,129 @@
+"""The ``diagnostics:`` config section: thresholds of the four diagnostics of Figures 2-5, validated with one-line
+errors naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from pgrpo.diagnose.records import _plain
+from pgrpo.errors import InputError
+
+
+@dataclass(frozen=True)
+class RewardHackingConfig:
+    eval_columns: tuple[str, ...] = ("eval_reward", "eval_accuracy")  # first one present is used
+    window_fraction: float = 0.45  # rolling window, fraction of the eval-step span (Figure 2)
+    interior: tuple[float, float] = (0.1, 0.9)  # progress range whose windows the rho summary uses
+    rho_min: float = 0.5  # median interior rho below this: hacking read-out
+    deficit_max: float = 0.15  # mean u_train - u_eval above this: hacking read-out
+    min_eval_points: int = 4  # fewer eval points: inconclusive (the fit has 3 parameters)
+    min_window_points: int = 3  # points a window needs (each of train and eval) for a slope
+    min_rise_over_noise: float = 2.0  # a fitted rise R_inf - R0 smaller than this x residual s.d. is unresolved
+
+
+@dataclass(frozen=True)
+class ModeCollapseConfig:
+    drift_max: float = 0.3  # |linear-trend change over the run| / early level above this: drifting
+    separation_max: float = 1.5  # late sigma_adv^2 ratio between two G outside [1/x, x]: separated
+    frac_zero_std_max: float = 0.5  # late collapsed-prompt fraction at or above this: high
+    frac_zero_std_rise_max: float = 0.2  # late minus early collapsed-prompt fraction at or above this: climbing
+
+
+@dataclass(frozen=True)
+class PolicyConcentrationConfig:
+    entropy_drop_min: float = 0.2  # relative entropy fall (early -> late) at or above this: concentration
+    kl_rise_min: float = 0.001  # KL late minus early (nats) at or above this: KL rising
+    saturation_fraction: float = 0.9  # reward saturation = this fraction of the fitted rise
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    growth_unstable: float = 10.0  # last-half grad_norm growth factor (log-linear trend) for exponential growth
+    growth_warning: float = 3.0  # ... for "approaching threshold"
+    growth_min_r2: float = 0.5  # the log-linear trend must explain this much to count as exponential growth
+    spike_factor: float = 10.0  # spike: grad_norm > this x median of the previous spike_window values
+    spike_window: int = 10
+    spikes_unstable: int = 3  # this many spikes or more: unstable (1 or 2: approaching threshold)
+    is_ratio_high: float = 10.0  # late median IS-ratio max at or above this: diverging
+    is_growth_warning: float = 2.0  # last-half IS-ratio max growth factor at or above this: rising
+    threshold_warning: float = 0.5  # K eta K_ref / (1 - mu) at or above this: approaching threshold
+    K: float | None = None  # measured stiffness; None: from the train reward's fitted omega_n (Eq. 9)
+
+
+@dataclass(frozen=True)
+class DiagnosticsConfig:
+    early_fraction: float = 0.2
+    late_fraction: float = 0.2
+    min_points: int = 10  # fewest logged values a level/trend read-out needs (fewer: inconclusive)
+    smoothing: int = 5  # centred moving average (logged points) for the train reward in u_train and the entropy
+    reward_hacking: RewardHackingConfig = field(default_factory=RewardHackingConfig)
+    mode_collapse: ModeCollapseConfig = field(default_factory=ModeCollapseConfig)
+    policy_concentration: PolicyConcentrationConfig = field(default_factory=PolicyConcentrationConfig)
+    stability: StabilityConfig = field(default_factory=StabilityConfig)
+
+
+def default_config_dict() -> dict[str, Any]:
+    """The ``diagnostics:`` section's defaults as plain data (what ``config.yaml`` may override)."""
+    return _plain(dataclasses.asdict(DiagnosticsConfig()))
+
+
+def _check_value(key: str, default: Any, value: Any) -> Any:
+    if key.endswith(".K"):
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+            raise InputError(f"diagnostics.{key} must be a positive number or null, got {value!r}")
+        return float(value)
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)) or (key.endswith("interior") and len(value) != 2):
+            raise InputError(f"diagnostics.{key} must be a list like {list(default)}, got {value!r}")
+        if key.endswith("interior"):
+            lo, hi = (_check_value(f"{key}[]", 0.5, v) for v in value)
+            if not 0 <= lo < hi <= 1:
+                raise InputError(f"diagnostics.{key} must be [lo, hi] with 0 <= lo < hi <= 1, got {value!r}")
+            return (lo, hi)
+        if not value or not all(isinstance(v, str) and v for v in value):
+            raise InputError(f"diagnostics.{key} must be a non-empty list of column names, got {value!r}")
+        return tuple(value)
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"diagnostics.{key} must be an integer >= 1, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"diagnostics.{key} must be a positive number, got {value!r}")
+    fractions = ("early_fraction", "late_fraction", "window_fraction", "saturation_fraction", "entropy_drop_min",
+                 "frac_zero_std_max", "interior[]")
+    if key.split(".")[-1] in fractions and not value <= 1:
+        raise InputError(f"diagnostics.{key} must be in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _build(cls: type, section: Mapping[str, Any] | None, prefix: str) -> Any:
+    if section is None:
+        section = {}
+    if not isinstance(section, Mapping):
+        raise InputError(f"diagnostics{'.' + prefix if prefix else ''} must be a mapping, got {section!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(section) - set(fields))
+    if unknown:
+        where = f"diagnostics.{prefix + '.' if prefix else ''}{unknown[0]}"
+        raise InputError(f"{where}: unknown key (known: {', '.join(fields)})")
+    values = {}
+    defaults = cls()
+    for name, f in fields.items():
+        key = f"{prefix + '.' if prefix else ''}{name}"
+        default = getattr(defaults, name)
+        if dataclasses.is_dataclass(default):
+            values[name] = _build(type(default), section.get(name), key)
+        elif name in section:
+            values[name] = _check_value(key, default, section[name])
+    return cls(**values)
+
+
+def diagnostics_config(section: Mapping[str, Any] | None) -> DiagnosticsConfig:
+    """The ``diagnostics`` config section, validated against the defaults; a bad key or value raises InputError."""
+    return _build(DiagnosticsConfig, section, "")

@@ -1,0 +1,4 @@
+"""Curve fits of Section 4.4 (Figure 1) and forecasts: the laws of Section 3.5 (:mod:`.laws`), least squares
+(:mod:`.least_squares`), model selection (:mod:`.selection`), the link back to Theorem 7 (:mod:`.theory_link`),
+forecasts from a run's first steps (:mod:`.forecast`), and the ``fitting:`` config section (:mod:`.settings`).
+"""

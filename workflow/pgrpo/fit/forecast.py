@@ -1,0 +1,146 @@
+"""Forecasts of a run from its first steps (beyond the paper): the law fitted to the early window, extrapolated,
+with a parameter band drawn from the fit's covariance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pgrpo.errors import InputError
+from pgrpo.fit.laws import LAWS, OVERDAMPED, THREE_PHASE, Law
+from pgrpo.fit.least_squares import FitResult, _finite_or_none, _prepare, fit_law, r_squared
+
+
+@dataclass
+class Forecast:
+    """A law fitted to the first ``fraction`` of a run's steps, extrapolated, and scored against the whole run.
+
+    ``plateau_*``: the forecast ``R_inf`` (with s.e.), the full-run fit's ``R_inf`` and the observed plateau (mean
+    of the last 10% of the points); ``t90_*``: time to 90% of the rise, forecast vs full-run fit; ``holdout_*``:
+    error of the extrapolated curve on the points after the cutoff, and ``persistence_rmse`` that of the naive
+    forecast "the curve stays at the mean of the last 10% of the early window", for scale.
+    """
+
+    column: str
+    law: str
+    fraction: float
+    total_steps: float
+    cutoff_step: float
+    n_early: int
+    n_holdout: int
+    success: bool
+    message: str
+    early: FitResult
+    full: FitResult
+    plateau_forecast: float = float("nan")
+    plateau_forecast_se: float = float("nan")
+    plateau_full_fit: float = float("nan")
+    plateau_observed: float = float("nan")
+    plateau_error_vs_full_fit: float = float("nan")
+    plateau_error_vs_observed: float = float("nan")
+    plateau_relative_error: float = float("nan")
+    t90_forecast: float = float("nan")
+    t90_forecast_se: float = float("nan")
+    t90_full_fit: float = float("nan")
+    t90_error: float = float("nan")
+    holdout_rmse: float = float("nan")
+    holdout_mae: float = float("nan")
+    holdout_r2: float = float("nan")
+    persistence_rmse: float = float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["early"], data["full"] = self.early.to_dict(), self.full.to_dict()
+        return _finite_or_none(data)
+
+
+def forecast_curve(
+    t: Sequence[float],
+    y: Sequence[float],
+    fraction: float = 0.25,
+    law: str = THREE_PHASE,
+    total_steps: float | None = None,
+    column: str = "reward",
+) -> Forecast:
+    """Fit ``law`` on the points with ``t <= fraction * total_steps`` (default ``total_steps``: the last ``t``),
+    forecast the plateau, ``t90`` and the rest of the curve, and score the forecast against the full run."""
+    if not 0 < fraction <= 1:
+        raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
+    t_arr, y_arr, _ = _prepare(t, y)
+    total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
+    cutoff = fraction * total
+    early_mask = t_arr <= cutoff
+    early = fit_law(t_arr[early_mask], y_arr[early_mask], law)
+    full = fit_law(t_arr, y_arr, law)
+    holdout_mask = ~early_mask
+    result = Forecast(
+        column=column, law=law, fraction=fraction, total_steps=total, cutoff_step=cutoff,
+        n_early=int(early_mask.sum()), n_holdout=int(holdout_mask.sum()), success=early.success,
+        message="", early=early, full=full,
+    )
+    tail = max(1, int(round(0.1 * t_arr.size))) if t_arr.size else 0
+    if t_arr.size:
+        result.plateau_observed = float(np.mean(y_arr[-tail:]))
+    if full.success:
+        result.plateau_full_fit = full.R_inf
+        result.t90_full_fit = full.derived.get("t90", float("nan"))
+    if not early.success:
+        result.message = f"no forecast from the first {fraction:.0%} of steps: {early.message}"
+        return result
+    result.plateau_forecast = early.R_inf
+    result.plateau_forecast_se = early.stderr["R_inf"]
+    result.plateau_error_vs_full_fit = early.R_inf - result.plateau_full_fit
+    result.plateau_error_vs_observed = early.R_inf - result.plateau_observed
+    rise = result.plateau_observed - (full.R0 if full.success else float(y_arr[0]))
+    result.plateau_relative_error = result.plateau_error_vs_observed / rise if rise else float("nan")
+    result.t90_forecast = early.derived.get("t90", float("nan"))
+    result.t90_forecast_se = early.derived.get("t90_se", float("nan"))
+    result.t90_error = result.t90_forecast - result.t90_full_fit
+    if holdout_mask.any():
+        observed = y_arr[holdout_mask]
+        predicted = early.predict(t_arr[holdout_mask])
+        residual = observed - predicted
+        result.holdout_rmse = float(np.sqrt(np.mean(residual**2)))
+        result.holdout_mae = float(np.mean(np.abs(residual)))
+        result.holdout_r2 = r_squared(observed, predicted) if observed.size > 1 else float("nan")
+        early_y = y_arr[early_mask]
+        persistence = float(np.mean(early_y[-max(1, int(round(0.1 * early_y.size))):]))
+        result.persistence_rmse = float(np.sqrt(np.mean((observed - persistence) ** 2)))
+    relative_se = early.stderr["R_inf"] / abs(early.R_inf - early.R0) if early.R_inf != early.R0 else float("inf")
+    result.message = (
+        f"fitted {law} on {result.n_early} points up to step {cutoff:.0f} ({fraction:.0%} of {total:.0f})"
+        + ("" if relative_se < 0.5 else "; the plateau is poorly constrained this early (s.e. > half the rise)")
+    )
+    return result
+
+
+def forecast_band(fit: FitResult, t: np.ndarray, level: float = 0.9, draws: int = 400, seed: int = 0) -> np.ndarray:
+    """Pointwise ``level`` band of the fitted curve from parameter draws ``N(params, covariance)``; shape (2, len(t)).
+    NaN where the fit failed or has no covariance."""
+    t = np.asarray(t, dtype=float)
+    if not fit.success or fit.covariance is None:
+        return np.full((2, t.size), np.nan)
+    law = LAWS[fit.law]
+    mean = np.array([fit.params[name] for name in law.param_names])
+    cov = np.asarray(fit.covariance)
+    rng = np.random.default_rng(seed)
+    samples = rng.multivariate_normal(mean, cov, size=draws, check_valid="ignore")
+    curves = []
+    for sample in samples:
+        params = dict(zip(law.param_names, sample))
+        if any(params[name] <= 0 for name in law.rate_names) or ("zeta" in params and not _zeta_ok(law, params)):
+            continue
+        curves.append(law.curve(t, params))
+    if len(curves) < 10:
+        return np.full((2, t.size), np.nan)
+    lo, hi = np.nanquantile(np.array(curves), [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return np.vstack([lo, hi])
+
+
+def _zeta_ok(law: Law, params: Mapping[str, float]) -> bool:
+    z = params["zeta"]
+    return z >= 1 if law.name == OVERDAMPED else 0 < z <= 1

@@ -1,0 +1,237 @@
+"""Out-of-distribution evaluation: pass@1 and pass@5 per benchmark, base model included, and Table 1.
+
+Paper: Section 4.3 ("Evaluation Protocol": zero-shot transfer of the GSM8K-trained policies to external math
+benchmarks, reported as pass@k for k in {1, 5}, mean ± s.d. over seeds; 2000 examples subsampled from MetaMathQA
+and OpenMath2; NuminaMath's one proof problem skipped as not objectively verifiable) and Section 5.7 / Table 1
+(green = improvement over the untrained base, bold green = best configuration per model, red = regression).
+
+An evaluation is keyed by (model, variant, benchmark); ``variant`` is ``base`` (the config's model spec) or
+``G{G}_seed{seed}`` (the merged model ``results/train/{model}/G{G}/seed{seed}/merged/``).
+
+- Benchmarks (config ``benchmarks:``) are loaded by hub ``id`` or local ``path``; the gold answer comes from
+  ``answer_field`` by ``answer_format`` (:func:`gold_from_field`): ``gsm8k`` = the text after ``####``,
+  ``number``/``latex`` = the field as is, ``boxed`` = the last ``\boxed{...}`` of the solution, ``metamath`` = the
+  text after ``The answer is:``. Problems without an extractable gold answer are never scored (they are counted as
+  excluded); with ``exclude_proofs`` also proof questions ("prove", "show that", ...) and proof-style golds
+  (``\blacksquare``) are skipped (:func:`screen_problem`). A deterministic shuffle (``seed``) picks the first
+  ``max_examples`` verifiable problems, so every variant of a model sees the same problems.
+- ``num_samples`` = n completions per problem at ``temperature`` (default 0.8, the training temperature of
+  Table 2: the policy is scored under the distribution it was trained to sample; the same temperature for base
+  and trained variants keeps Section 4.3's pass@1-vs-pass@5 argument meaningful) and ``top_p``; correctness is
+  the training reward's :func:`pgrpo.grpo.rewards.is_correct`. pass@k is the unbiased estimator of Chen et al. (2021),
+  ``1 - C(n-c, k) / C(n, k)`` averaged over problems (:func:`pass_at_k`).
+- Generation backends: ``transformers`` (batched ``model.generate``, left padding, CPU or CUDA) and ``vllm``
+  (``LLM.generate`` with ``SamplingParams(n=num_samples)``; chosen by ``backend: vllm`` or ``auto`` when vLLM is
+  importable and CUDA is available; imported lazily).
+- :func:`run_table1` assembles Table 1 from the per-(variant, benchmark) JSON files: CSV (long-format data),
+  Markdown and LaTeX (the view).
+
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from pgrpo.errors import InputError
+from pgrpo.grpo.rewards import extract_final_answer, last_boxed
+
+ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "latex", "boxed", "metamath")
+
+
+#: Keys of one ``benchmarks.<name>`` entry (config/schema.yaml) and their defaults.
+BENCHMARK_DEFAULTS: dict[str, Any] = {
+    "id": None,
+    "config": None,
+    "split": "test",
+    "path": None,
+    "question_field": None,
+    "answer_field": None,
+    "answer_format": None,
+    "max_examples": None,
+    "exclude_proofs": False,
+}
+
+
+REQUIRED_BENCHMARK_KEYS: tuple[str, ...] = ("question_field", "answer_field", "answer_format")
+
+
+#: Question wording of problems that ask for a proof (no single final answer to check).
+PROOF_QUESTION = re.compile(r"\b(prove|proof|show that|shows that|demonstrate that)\b", re.IGNORECASE)
+
+
+#: Gold "answers" that mark the end of a proof rather than a value.
+PROOF_GOLDS = {"\\blacksquare", "\\square", "\\qed", "qed", "q.e.d.", "\\box", "proof"}
+
+
+#: Where MetaMathQA's responses state the final answer.
+METAMATH_MARKER = re.compile(r"The answer is\s*:?", re.IGNORECASE)
+
+
+def _strip_math(text: str) -> str:
+    """Strip whitespace, enclosing ``$...$`` / ``\\(...\\)`` and a trailing period."""
+    s = text.strip()
+    for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+        if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
+            s = s[len(left) : len(s) - len(right)].strip()
+    return s.rstrip(".").strip()
+
+
+def gold_from_field(value: Any, answer_format: str) -> str | None:
+    """The gold final answer written in a benchmark's answer field, by ``answer_format``; None if there is none.
+
+    ``gsm8k``: the answer after ``####`` (as :func:`pgrpo.grpo.rewards.extract_final_answer` reads it);
+    ``number`` and ``latex``: the field itself (stripped; enclosing ``$`` removed); ``boxed``: the content of the last
+    ``\\boxed{...}``; ``metamath``: the text after the last ``The answer is:``.
+    """
+    if answer_format not in ANSWER_FORMATS:
+        raise InputError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        return None
+    if answer_format == "gsm8k":
+        if "####" not in text:
+            return None
+        gold = extract_final_answer(text[text.index("####") :])
+    elif answer_format in ("number", "latex"):
+        gold = _strip_math(text)
+    elif answer_format == "boxed":
+        gold = last_boxed(text)
+    else:  # metamath
+        marks = list(METAMATH_MARKER.finditer(text))
+        gold = _strip_math(text[marks[-1].end() :]) if marks else None
+    return gold if gold else None
+
+
+def screen_problem(question: Any, answer_value: Any, answer_format: str,
+                   exclude_proofs: bool) -> tuple[str | None, str | None]:
+    """``(gold, None)`` for a scorable problem, ``(None, reason)`` for one that is skipped.
+
+    Reasons: ``no_question`` (empty question), ``no_gold`` (``answer_format`` finds no final answer: such a problem
+    cannot be scored, so it is skipped even without ``exclude_proofs``), and with ``exclude_proofs`` ``proof`` (the
+    question asks for a proof, or the "answer" is an end-of-proof mark such as ``\\blacksquare``).
+    """
+    if not isinstance(question, str) or not question.strip():
+        return None, "no_question"
+    gold = gold_from_field(answer_value, answer_format)
+    if gold is None:
+        return None, "no_gold"
+    if exclude_proofs and (PROOF_QUESTION.search(question) or gold.strip().lower() in PROOF_GOLDS):
+        return None, "proof"
+    return gold, None
+
+
+def resolve_benchmark(name: str, spec: Any) -> dict:
+    """One ``benchmarks.<name>`` entry merged over :data:`BENCHMARK_DEFAULTS`, validated (InputError names the key)."""
+    where = f"benchmarks.{name}"
+    if not isinstance(spec, dict):
+        raise InputError(f"{where} must be a mapping, got {spec!r}")
+    unknown = sorted(set(spec) - set(BENCHMARK_DEFAULTS))
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {unknown} (known: {sorted(BENCHMARK_DEFAULTS)})")
+    merged = {**BENCHMARK_DEFAULTS, **spec}
+    for key in REQUIRED_BENCHMARK_KEYS:
+        if not merged.get(key):
+            raise InputError(f"{where}.{key}: missing (needed to read the benchmark)")
+    if merged["answer_format"] not in ANSWER_FORMATS:
+        raise InputError(
+            f"{where}.answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {merged['answer_format']!r}"
+        )
+    if not merged.get("path") and not merged.get("id"):
+        raise InputError(f"{where}: set either 'path' (a local file) or 'id' (a Hugging Face dataset)")
+    m = merged["max_examples"]
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+        raise InputError(f"{where}.max_examples must be a positive integer or null, got {m!r}")
+    if not isinstance(merged["exclude_proofs"], bool):
+        raise InputError(f"{where}.exclude_proofs must be true or false, got {merged['exclude_proofs']!r}")
+    return merged
+
+
+def _load_table(name: str, spec: dict):
+    """The benchmark's rows as a ``datasets.Dataset`` and a description of the source; errors name
+    ``benchmarks.<name>.*``."""
+    from pgrpo.grpo.data import load_table
+
+    return load_table(spec, f"benchmarks.{name}", default_split="test")
+
+
+@dataclass(frozen=True)
+class BenchmarkProblems:
+    """The scored problems of one benchmark: questions, gold answers and their row numbers in the source."""
+
+    name: str
+    source: str
+    questions: tuple[str, ...]
+    golds: tuple[str, ...]
+    indices: tuple[int, ...]
+    n_source: int
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> count among the rows looked at
+
+    @property
+    def n_excluded(self) -> int:
+        return sum(self.excluded.values())
+
+
+def select_problems(questions: Sequence[Any], answers: Sequence[Any], answer_format: str, exclude_proofs: bool,
+                    max_examples: int | None, seed: int) -> tuple[list[int], list[str], dict[str, int]]:
+    """The rows to score: (indices in source order, their golds, exclusion counts by reason).
+
+    Rows are visited in a ``seed``-shuffled order (source order without ``max_examples``) and the first
+    ``max_examples`` scorable ones are kept; the exclusion counts cover the rows visited.
+    """
+    order = list(range(len(questions)))
+    if max_examples is not None and max_examples < len(order):
+        random.Random(seed).shuffle(order)
+    kept: list[tuple[int, str]] = []
+    excluded: dict[str, int] = {}
+    for i in order:
+        if max_examples is not None and len(kept) >= max_examples:
+            break
+        gold, reason = screen_problem(questions[i], answers[i], answer_format, exclude_proofs)
+        if reason is not None:
+            excluded[reason] = excluded.get(reason, 0) + 1
+        else:
+            kept.append((i, gold))
+    kept.sort()
+    return [i for i, _ in kept], [g for _, g in kept], excluded
+
+
+def load_benchmark(name: str, spec: dict, seed: int = 0) -> BenchmarkProblems:
+    """Load, screen and subsample one benchmark (see :func:`select_problems`); InputError names the key/column/file."""
+    spec = resolve_benchmark(name, spec)
+    raw, source = _load_table(name, spec)
+    columns = list(raw.column_names)
+    for key in ("question_field", "answer_field"):
+        if spec[key] not in columns:
+            raise InputError(
+                f"benchmarks.{name}.{key}: column {spec[key]!r} not in {source} (available: {', '.join(columns)})"
+            )
+    if len(raw) == 0:
+        raise InputError(f"benchmarks.{name}: {source} has no rows")
+    questions = raw[spec["question_field"]]
+    answers = raw[spec["answer_field"]]
+    indices, golds, excluded = select_problems(questions, answers, spec["answer_format"], spec["exclude_proofs"],
+                                               spec["max_examples"], seed)
+    if not indices:
+        raise InputError(
+            f"benchmarks.{name}.answer_format: no row of {source} has a gold answer in the "
+            f"{spec['answer_format']!r} format in column {spec['answer_field']!r} (excluded: {excluded})"
+        )
+    if excluded.get("no_gold") and not spec["exclude_proofs"]:
+        print(f"evaluate: benchmarks.{name}: skipped {excluded['no_gold']} row(s) without a "
+              f"{spec['answer_format']!r} gold answer", file=sys.stderr)
+    return BenchmarkProblems(
+        name=name, source=source, questions=tuple(str(questions[i]) for i in indices), golds=tuple(golds),
+        indices=tuple(indices), n_source=len(raw), excluded=excluded,
+    )

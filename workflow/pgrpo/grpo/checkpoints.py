@@ -1,0 +1,196 @@
+"""The per-step log of Section 4.2 (columns, rows) and resumption: the run fingerprint that a checkpoint must
+match, the durable partial log, the last complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from pgrpo.atomic import atomic_path, write_json
+
+LOG_COLUMNS = [
+    "step",
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "entropy",
+    "kl",
+    "grad_norm",
+    "importance_sampling_ratio_max",
+    "eval_reward",
+    "eval_accuracy",
+    "importance_sampling_ratio_seq_max",
+    "vllm_importance_sampling_ratio_max",
+    "learning_rate",
+    "completion_length",
+    "epoch",
+    "loss",
+    "clip_ratio",
+    "step_time",
+    "eval_completion_length",
+]
+
+
+# TRL / transformers log key -> log.csv column, for the per-step (train) logs.
+TRAIN_METRIC_COLUMNS = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_reward_zero_std",
+    "entropy": "entropy",
+    "kl": "kl",
+    "grad_norm": "grad_norm",
+    "importance_sampling_ratio_max": "importance_sampling_ratio_max",
+    "importance_sampling_ratio_seq_max": "importance_sampling_ratio_seq_max",
+    "sampling/importance_sampling_ratio/max": "vllm_importance_sampling_ratio_max",
+    "learning_rate": "learning_rate",
+    "completions/mean_length": "completion_length",
+    "epoch": "epoch",
+    "loss": "loss",
+    "clip_ratio/region_mean": "clip_ratio",
+    "step_time": "step_time",
+}
+
+
+CHECKPOINT_DIRNAME = "checkpoints"
+
+
+PARTIAL_LOG_NAME = "steps.partial.jsonl"
+
+
+RUN_SPEC_NAME = "run_spec.json"
+
+
+# Keys that do not change the trajectory: a change in them does not invalidate checkpoints.
+NON_TRAJECTORY_KEYS = ("resources", "accelerate_config", "merge_adapters", "keep_checkpoints", "checkpoints_keep")
+
+
+def run_spec_fingerprint(model_name: str, training: dict, G: int, seed: int, extra: dict | None = None) -> dict:
+    """What determines the trajectory; checkpoints made under another spec are not resumed."""
+    relevant = {k: v for k, v in training.items() if k not in NON_TRAJECTORY_KEYS}
+    spec = {"model": model_name, "G": G, "seed": seed, "training": relevant, **(extra or {})}
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+    return {"sha256": digest, "spec": spec}
+
+
+def dataset_digest(dataset) -> str:
+    """sha256 of a dataset's rows (prompt, answer, ...), so changed data is never resumed from old checkpoints."""
+    digest = hashlib.sha256()
+    for row in dataset:
+        digest.update(json.dumps(row, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def model_stamp(model: dict) -> dict:
+    """Identity of the base weights: hub id, or the local files' names, sizes and modification times."""
+    path = model.get("path")
+    if not path:
+        return {"id": model.get("id"), "revision": model.get("revision")}
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file())
+    return {
+        "path": str(path),
+        "files": [[str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns] for p in files],
+    }
+
+
+def read_partial_log(path: Path) -> list[dict]:
+    """Rows of the partial JSONL; a torn last line (kill mid-write) is ignored."""
+    rows: list[dict] = []
+    if not path.exists():
+        return rows
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "step" in row and "kind" in row:
+            rows.append(row)
+    return rows
+
+
+def truncate_partial_log(path: Path, last_step: int) -> None:
+    """Keep only rows with ``step <= last_step`` (the resumed checkpoint), rewritten atomically."""
+    rows = [row for row in read_partial_log(path) if row["step"] <= last_step]
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def assemble_log(rows: list[dict], last_step: int):
+    """The final ``log.csv`` frame: train rows 1..last_step, each exactly once, with eval rows merged in; an eval
+    before the first update (``eval_on_start``) is a row of its own at step 0, with no train columns."""
+    import pandas as pd
+
+    train = [r for r in rows if r["kind"] == "train"]
+    steps = [r["step"] for r in train]
+    if sorted(steps) != list(range(1, last_step + 1)):
+        missing = sorted(set(range(1, last_step + 1)) - set(steps))
+        duplicated = sorted({s for s in steps if steps.count(s) > 1})
+        raise RuntimeError(
+            f"per-step log is not steps 1..{last_step} once each (missing {missing[:5]}, duplicated {duplicated[:5]})"
+        )
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "kind"} for r in train]).set_index("step")
+    evals = {}
+    for r in rows:
+        if r["kind"] == "eval":
+            evals[r["step"]] = {k: v for k, v in r.items() if k not in ("kind", "step")}  # last one wins
+    if evals:
+        frame = frame.join(pd.DataFrame.from_dict(evals, orient="index"), how="left")
+        if 0 in evals:
+            frame = pd.concat([pd.DataFrame([evals[0]], index=[0]), frame])
+    frame = frame.reindex(columns=[c for c in LOG_COLUMNS if c != "step"])
+    frame.index.name = "step"
+    return frame.sort_index().reset_index()
+
+
+def last_complete_checkpoint(checkpoint_dir: Path) -> tuple[Path, int] | None:
+    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by transformers) parses."""
+    if not checkpoint_dir.is_dir():
+        return None
+    found = []
+    for child in checkpoint_dir.iterdir():
+        if child.is_dir() and child.name.startswith("checkpoint-") and child.name[len("checkpoint-") :].isdigit():
+            try:
+                state = json.loads((child / "trainer_state.json").read_text())
+                found.append((int(state["global_step"]), child))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    if not found:
+        return None
+    step, path = max(found)
+    return path, step
+
+
+def prepare_checkpoint_dir(checkpoint_dir: Path, fingerprint: dict) -> tuple[str | None, int]:
+    """Resume point (path, step) for this run spec; stale or torn state is set aside, never silently reused."""
+    spec_path = checkpoint_dir / RUN_SPEC_NAME
+    if checkpoint_dir.exists():
+        try:
+            previous = json.loads(spec_path.read_text())["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            previous = None
+        if previous != fingerprint["sha256"]:
+            if any(checkpoint_dir.iterdir()):
+                stale = checkpoint_dir.with_name(checkpoint_dir.name + ".stale")
+                shutil.rmtree(stale, ignore_errors=True)
+                os.replace(checkpoint_dir, stale)
+                print(f"pgrpo train: checkpoints from another configuration moved to {stale}", file=sys.stderr)
+            else:
+                checkpoint_dir.rmdir()
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    write_json(spec_path, fingerprint)
+    partial = checkpoint_dir / PARTIAL_LOG_NAME
+    resume = last_complete_checkpoint(checkpoint_dir)
+    if resume is None:
+        partial.unlink(missing_ok=True)
+        return None, 0
+    path, step = resume
+    for child in checkpoint_dir.iterdir():  # torn checkpoints newer than the resume point
+        if child.is_dir() and child.name.startswith("checkpoint-") and child.name[11:].isdigit():
+            if int(child.name[11:]) > step:
+                shutil.rmtree(child)
+    truncate_partial_log(partial, step)
+    return str(path), step

@@ -1,0 +1,255 @@
+"""Generation backends for evaluation (Section 4.3): batched ``model.generate`` (transformers) and vLLM, the
+evaluation settings, prompt tokenisation with or without a chat template.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from pgrpo.errors import InputError
+
+BACKENDS: tuple[str, ...] = ("auto", "transformers", "vllm")
+
+
+DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+
+
+#: Defaults of the ``evaluation:`` config section.
+EVALUATION_DEFAULTS: dict[str, Any] = {
+    "num_samples": 5,          # n completions per problem (n >= max(pass_at))
+    "pass_at": [1, 5],         # the k of pass@k (Section 4.3)
+    "temperature": 0.8,        # Table 2's sampling temperature
+    "top_p": 1.0,
+    "max_new_tokens": 786,     # Table 2's max completion length
+    "batch_size": 64,          # sequences per model.generate call (transformers backend)
+    "backend": "auto",         # auto | transformers | vllm
+    "dtype": "auto",           # auto: bfloat16 on a CUDA device that supports it, else float32
+    "seed": 0,                 # subsampling and sampling seed (the same for every variant)
+    "prompt_template": None,   # null: pgrpo.grpo.data.PROMPT_TEMPLATE (the training prompt); must contain {question}
+    "chat_template": False,    # false | true | auto: render the prompt with the tokenizer's chat template
+    "vllm_gpu_memory_utilization": 0.85,
+    "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
+}
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def resolve_evaluation(evaluation: dict | None) -> dict:
+    """The ``evaluation:`` section merged over :data:`EVALUATION_DEFAULTS` (resources one level deep), validated."""
+    evaluation = evaluation or {}
+    if not isinstance(evaluation, dict):
+        raise InputError(f"evaluation must be a mapping, got {evaluation!r}")
+    unknown = sorted(set(evaluation) - set(EVALUATION_DEFAULTS))
+    if unknown:
+        raise InputError(f"evaluation: unknown key(s) {unknown} (known: {sorted(EVALUATION_DEFAULTS)})")
+    out = {**EVALUATION_DEFAULTS, **evaluation}
+    resources = evaluation.get("resources") or {}
+    unknown = sorted(set(resources) - set(EVALUATION_DEFAULTS["resources"]))
+    if unknown:
+        raise InputError(f"evaluation.resources: unknown key(s) {unknown}")
+    out["resources"] = {**EVALUATION_DEFAULTS["resources"], **resources}
+    for key in ("num_samples", "max_new_tokens", "batch_size"):
+        if not _positive_int(out[key]):
+            raise InputError(f"evaluation.{key} must be a positive integer, got {out[key]!r}")
+    ks = out["pass_at"]
+    if isinstance(ks, int) and not isinstance(ks, bool):
+        ks = [ks]
+    if not isinstance(ks, list) or not ks or not all(_positive_int(k) for k in ks):
+        raise InputError(f"evaluation.pass_at must be a list of positive integers, got {out['pass_at']!r}")
+    out["pass_at"] = sorted(set(ks))
+    if max(out["pass_at"]) > out["num_samples"]:
+        raise InputError(
+            f"evaluation.num_samples ({out['num_samples']}) must be at least the largest k of pass_at "
+            f"({max(out['pass_at'])})"
+        )
+    t = out["temperature"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+        raise InputError(f"evaluation.temperature must be a positive number, got {t!r}")
+    p = out["top_p"]
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise InputError(f"evaluation.top_p must be in (0, 1], got {p!r}")
+    if out["backend"] not in BACKENDS:
+        raise InputError(f"evaluation.backend must be one of {', '.join(BACKENDS)}, got {out['backend']!r}")
+    if out["dtype"] not in DTYPES:
+        raise InputError(f"evaluation.dtype must be one of {', '.join(DTYPES)}, got {out['dtype']!r}")
+    if isinstance(out["seed"], bool) or not isinstance(out["seed"], int):
+        raise InputError(f"evaluation.seed must be an integer, got {out['seed']!r}")
+    template = out["prompt_template"]
+    if template is not None and (not isinstance(template, str) or "{question}" not in template):
+        raise InputError(f"evaluation.prompt_template must contain '{{question}}', got {template!r}")
+    if out["chat_template"] not in (True, False, "auto", None):
+        raise InputError(f"evaluation.chat_template must be true, false or auto, got {out['chat_template']!r}")
+    g = out["vllm_gpu_memory_utilization"]
+    if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 < g <= 1:
+        raise InputError(f"evaluation.vllm_gpu_memory_utilization must be in (0, 1], got {g!r}")
+    r = out["resources"]
+    if not (isinstance(r["gpus"], int) and r["gpus"] >= 0):
+        raise InputError(f"evaluation.resources.gpus must be a non-negative integer, got {r['gpus']!r}")
+    if not _positive_int(r["threads"]):
+        raise InputError(f"evaluation.resources.threads must be a positive integer, got {r['threads']!r}")
+    return out
+
+
+def vllm_available() -> bool:
+    """Whether vLLM is importable (without importing it)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def choose_backend(setting: str, cuda: bool, has_vllm: bool) -> str:
+    """``transformers`` or ``vllm``: vLLM only when asked (``vllm``) or allowed (``auto``) and usable here."""
+    if setting == "transformers":
+        return "transformers"
+    if setting == "vllm":
+        if not has_vllm:
+            raise InputError("evaluation.backend: vllm is not installed here (use auto or transformers)")
+        if not cuda:
+            raise InputError("evaluation.backend: vllm needs a CUDA device and none is visible (use auto or transformers)")
+        return "vllm"
+    if setting == "auto":
+        return "vllm" if (has_vllm and cuda) else "transformers"
+    raise InputError(f"evaluation.backend must be one of {', '.join(BACKENDS)}, got {setting!r}")
+
+
+@dataclass
+class Samples:
+    """Completions per problem: ``texts[p][j]`` is sample j of problem p; ``tokens`` its length; ``truncated`` when
+    it hit ``max_new_tokens`` without an end-of-sequence token."""
+
+    texts: list[list[str]]
+    tokens: list[list[int]]
+    truncated: list[list[bool]]
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    ids = eos if isinstance(eos, (list, tuple)) else [eos]
+    return [int(i) for i in ids if i is not None]
+
+
+def generate_transformers(model, tokenizer, prompt_ids: Sequence[Sequence[int]], *, num_samples: int,
+                          temperature: float, top_p: float, max_new_tokens: int, batch_size: int, seed: int,
+                          device: str = "cpu", desc: str = "generate") -> Samples:
+    """``num_samples`` sampled completions per tokenized prompt with batched ``model.generate`` (left padding).
+
+    The (prompt, sample) pairs are sorted by prompt length so that a batch pads little; sampling uses the full
+    distribution truncated only by ``top_p`` (top_k disabled). Deterministic for a given seed and batch size.
+    A private generator rather than :func:`pgrpo.grpo.tiny_model.generate_completions`, which has no top_p, no samples per
+    prompt, no device, no progress bar and tokenizes text itself.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos_ids = _eos_ids(model, tokenizer)
+    jobs = sorted(((len(prompt_ids[p]), p, j) for p in range(len(prompt_ids)) for j in range(num_samples)))
+    texts = [[""] * num_samples for _ in prompt_ids]
+    tokens = [[0] * num_samples for _ in prompt_ids]
+    truncated = [[False] * num_samples for _ in prompt_ids]
+    torch.manual_seed(seed)
+    if device.startswith("cuda"):
+        torch.cuda.manual_seed_all(seed)
+    was_training = model.training
+    model.eval()
+    batches = [jobs[i : i + batch_size] for i in range(0, len(jobs), batch_size)]
+    try:
+        for batch in tqdm(batches, desc=desc, unit="batch", file=sys.stderr, mininterval=2):
+            width = max(n for n, _, _ in batch)
+            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, (n, p, _) in enumerate(batch):
+                ids[row, width - n :] = torch.tensor(list(prompt_ids[p]), dtype=torch.long)
+                mask[row, width - n :] = 1
+            with torch.no_grad():
+                out = model.generate(
+                    input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=True,
+                    temperature=float(temperature), top_p=float(top_p), top_k=0, max_new_tokens=max_new_tokens,
+                    pad_token_id=pad_id, eos_token_id=eos_ids or None,
+                )
+            for row, (_, p, j) in enumerate(batch):
+                new = out[row, width:].tolist()
+                stop = next((i for i, t in enumerate(new) if t in eos_ids), None)
+                kept = new[:stop] if stop is not None else new
+                texts[p][j] = tokenizer.decode(kept, skip_special_tokens=True)
+                tokens[p][j] = len(kept) + (1 if stop is not None else 0)
+                truncated[p][j] = stop is None and len(new) >= max_new_tokens
+    finally:
+        model.train(was_training)
+    return Samples(texts, tokens, truncated)
+
+
+def generate_vllm(source: str, prompt_ids: Sequence[Sequence[int]], *, num_samples: int, temperature: float,
+                  top_p: float, max_new_tokens: int, seed: int, dtype: str, gpus: int,
+                  gpu_memory_utilization: float) -> Samples:
+    """``num_samples`` completions per tokenized prompt with vLLM's offline ``LLM.generate`` (imported lazily).
+
+    Prompts go in as token ids (``{"prompt_token_ids": ...}``) so that vLLM adds no second BOS to a chat-rendered
+    prompt; ``SamplingParams(n=num_samples, temperature, top_p, max_tokens)``; ``LLM(seed=seed)``. Written to
+    vLLM's documented API; not exercised by the tests (no CUDA there).
+    """
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=source, tokenizer=source, seed=seed, dtype=dtype, tensor_parallel_size=max(1, gpus),
+              gpu_memory_utilization=gpu_memory_utilization)
+    params = SamplingParams(n=num_samples, temperature=float(temperature), top_p=float(top_p),
+                            max_tokens=max_new_tokens)
+    outputs = llm.generate([{"prompt_token_ids": list(ids)} for ids in prompt_ids], params, use_tqdm=True)
+    texts, tokens, truncated = [], [], []
+    for request in outputs:
+        completions = list(request.outputs)[:num_samples]
+        texts.append([c.text for c in completions])
+        tokens.append([len(c.token_ids) for c in completions])
+        truncated.append([c.finish_reason == "length" for c in completions])
+    return Samples(texts, tokens, truncated)
+
+
+def _use_chat(setting: Any, tokenizer) -> bool:
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if setting in (False, None):
+        return False
+    if setting == "auto":
+        return has_template
+    if not has_template:
+        raise InputError("evaluation.chat_template is true but the model's tokenizer has no chat template")
+    return True
+
+
+def tokenize_prompts(questions: Sequence[str], tokenizer, template: str | None, chat_setting: Any) -> list[list[int]]:
+    """Token ids of each question's prompt, rendered as in training (:func:`pgrpo.grpo.data.make_prompt`)."""
+    from pgrpo.grpo.data import PROMPT_TEMPLATE, make_prompt, prompt_text
+
+    chat = _use_chat(chat_setting, tokenizer)
+    out = []
+    for q in questions:
+        text = prompt_text(make_prompt(q, template or PROMPT_TEMPLATE, chat), tokenizer)
+        # a chat-rendered prompt already holds any BOS; a plain one is encoded as GRPOTrainer encodes it
+        out.append(list(tokenizer(text, add_special_tokens=not chat)["input_ids"]))
+    return out
+
+
+def _torch_dtype(setting: str, cuda: bool):
+    import torch
+
+    if setting == "float32" or (setting == "auto" and not cuda):
+        return torch.float32
+    if setting == "auto":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return getattr(torch, setting)
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in ("torch", "transformers", "vllm", "math_verify"):
+        if importlib.util.find_spec(name) is None:
+            continue
+        try:
+            out[name] = str(getattr(__import__(name), "__version__", "?"))
+        except Exception:  # noqa: BLE001 - a version stamp must never fail the run
+            out[name] = "?"
+    return out

@@ -1,0 +1,386 @@
+"""GRPO training per (model, G, seed) with TRL's ``GRPOTrainer`` and peft LoRA (Section 4.2, Table 2).
+
+The run follows Eq. (3) of Section 3.1: Adam (momentum ``mu`` = ``adam_beta1``) with learning rate ``eta`` on the
+clipped GRPO objective of Eq. (2) (``beta`` = KL weight, ``epsilon`` = clip), the sampling policy refreshed every
+``K_ref`` optimizer steps. TRL counts the refresh in micro-steps: one generation batch serves
+``steps_per_generation x num_iterations`` micro-steps and one optimizer step is ``gradient_accumulation_steps``
+micro-steps, so ``K_ref = steps_per_generation * num_iterations / gradient_accumulation_steps``.
+
+At every optimizer step it writes one row of ``log.csv`` with what Sections 4.2 and 5.3-5.5 read:
+
+==============================  =============================================================================
+column                          TRL 1.16 metric (``train/`` prefix dropped) or source
+==============================  =============================================================================
+reward, reward_std              ``reward``, ``reward_std`` (only on steps that generate; empty on steps that
+                                reuse a stored generation batch, never copied)
+frac_reward_zero_std            ``frac_reward_zero_std`` (same rule)
+entropy                         ``entropy`` (mean per-token entropy of pi_theta over completion tokens)
+kl                              ``kl`` (TRL logs it only when ``beta > 0``; empty otherwise)
+grad_norm                       ``grad_norm`` (transformers, before clipping)
+importance_sampling_ratio_max   computed here (TRL logs ``sampling/importance_sampling_ratio/max`` only with vLLM,
+                                and there it is the vLLM-vs-trainer mismatch): the maximum over the optimizer
+                                step's completion tokens (all micro-batches, all processes) of the ratio the
+                                clipped loss uses, exp(log pi_theta - log pi_old) per token (per sequence as a
+                                geometric mean when ``importance_sampling_level="sequence"``). When TRL runs
+                                exactly on-policy it sets pi_old = pi_theta.detach(); the ratio is then 1 by
+                                construction and recorded as 1.0. Off-policy, TRL stores pi_old at generation
+                                time with the model in train mode, so LoRA dropout > 0 also moves the ratio.
+importance_sampling_ratio_seq_max  extra: max over sequences of pi_theta(o|q)/pi_old(o|q) = exp(sum of token log
+                                ratios), the literal sequence ratio of Eq. (2).
+eval_reward, eval_accuracy      TRL evaluation on the held-out set every ``eval_steps`` and at the last step
+                                (transformers adds it): ``eval_reward`` = mean total reward over
+                                ``num_generations_eval`` samples per eval prompt at the training temperature;
+                                ``eval_accuracy`` = mean of the binary accuracy reward alone
+                                (``eval_rewards/<accuracy fn>/mean``), i.e. the fraction of sampled eval
+                                completions whose parsed answer equals the gold number. With the single binary
+                                reward the two coincide.
+extras                          learning_rate, completion_length (``completions/mean_length``), epoch, loss,
+                                clip_ratio (``clip_ratio/region_mean``), step_time,
+                                vllm_importance_sampling_ratio_max (TRL's vLLM metric, vLLM only),
+                                eval_completion_length.
+==============================  =============================================================================
+
+Faults: checkpoints every ``checkpoint_steps`` under ``out_dir/checkpoints``; rows are appended durably (fsync) to
+``checkpoints/steps.partial.jsonl`` and a re-run resumes from the last complete checkpoint after dropping the rows
+past it, so the final ``log.csv`` has every step exactly once. ``log.csv``, ``meta.json`` and ``merged/`` are
+written atomically at the end; ``meta.json`` holds eta, mu, K_ref, beta, epsilon, G, seed, the batch settings and
+library versions. TRL 1.16 has no ``max_prompt_length``; prompts longer than it (in tokens, after the chat template)
+are dropped before training (counted in meta.json).
+
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from pgrpo.errors import InputError
+
+# Table 2 (Appendix B) plus the TRL/transformers settings the paper leaves at their defaults.
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-5,
+    "num_train_epochs": 2,
+    "max_steps": 0,  # > 0 overrides num_train_epochs
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 4,
+    "steps_per_generation": None,  # None: = gradient_accumulation_steps (on-policy, K_ref = 1)
+    "num_iterations": 1,
+    "temperature": 0.8,
+    "max_prompt_length": 256,
+    "max_completion_length": 786,
+    "logging_steps": 1,
+    "eval_steps": 100,  # 0 or None: no evaluation
+    "eval_on_start": False,  # True: also evaluate before the first update (a step-0 row of log.csv)
+    "num_generations_eval": None,  # None: = G (TRL's default)
+    "per_device_eval_batch_size": None,  # None: smallest multiple of num_generations_eval >= train batch
+    "beta": 0.005,
+    "epsilon": 0.2,
+    "loss_type": "dapo",  # TRL's default GRPO loss aggregation; the paper does not state one
+    "importance_sampling_level": "token",
+    "scale_rewards": "group",  # Eq. (1): divide by the within-group std
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0,  # int: steps; float in [0, 1): fraction of the run
+    "disable_dropout": False,
+    "gradient_checkpointing": False,
+    "checkpoint_steps": 50,
+    "checkpoints_keep": 2,
+    "keep_checkpoints": True,  # False: remove out_dir/checkpoints after a successful merge
+    "lora": {
+        "r": 16,
+        "alpha": 64,
+        "dropout": 0.05,
+        "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "gate_proj"],
+    },
+    "merge_adapters": True,
+    "use_vllm": False,
+    "vllm_mode": "colocate",  # or "server" (start `trl vllm-serve` beside the job)
+    "vllm_server_base_url": None,
+    "vllm_gpu_memory_utilization": 0.3,
+    "bf16": True,  # used only when CUDA is present
+    "accelerate_config": None,  # launcher config for >1 GPU, e.g. config/accelerate/deepspeed_zero2.yaml
+    "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
+}
+
+
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+
+
+def resolve_training(training: dict | None) -> dict:
+    """The ``training:`` section merged onto :data:`TRAINING_DEFAULTS`; unknown keys raise :class:`InputError`."""
+    training = dict(training or {})
+    resolved = copy.deepcopy(TRAINING_DEFAULTS)
+    for key, value in training.items():
+        if key not in resolved:
+            raise InputError(f"training.{key}: unknown key (known: {', '.join(sorted(resolved))})")
+        if key in ("lora", "resources"):
+            if not isinstance(value, dict):
+                raise InputError(f"training.{key}: expected a mapping, got {value!r}")
+            for sub in value:
+                if sub not in resolved[key]:
+                    raise InputError(f"training.{key}.{sub}: unknown key (known: {', '.join(resolved[key])})")
+            resolved[key].update(value)
+        else:
+            resolved[key] = value
+    return resolved
+
+
+def _require(condition: bool, key: str, message: str) -> None:
+    if not condition:
+        raise InputError(f"training.{key}: {message}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def generate_every_micro_steps(training: dict) -> int:
+    """Micro-steps served by one generation batch: ``steps_per_generation * num_iterations`` (TRL's count)."""
+    steps_per_generation = training["steps_per_generation"] or training["gradient_accumulation_steps"]
+    return steps_per_generation * training["num_iterations"]
+
+
+def refresh_interval(training: dict) -> float:
+    """K_ref of Eq. (3) in optimizer steps: TRL's micro-step refresh period over the accumulation length.
+
+    On-policy TRL (generation period <= accumulation, dividing it) gives K_ref = 1. The value is an int when the
+    division is exact and a float otherwise.
+    """
+    ratio = generate_every_micro_steps(training) / training["gradient_accumulation_steps"]
+    if ratio <= 1 and training["gradient_accumulation_steps"] % generate_every_micro_steps(training) == 0:
+        return 1
+    return int(ratio) if float(ratio).is_integer() else ratio
+
+
+def is_on_policy(training: dict) -> bool:
+    """TRL skips pi_old (sets it to pi_theta.detach()) exactly when the generation period divides the accumulation."""
+    return (
+        training["gradient_accumulation_steps"] % generate_every_micro_steps(training) == 0 and not training["use_vllm"]
+    )
+
+
+def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: bool = False) -> dict:
+    """Check a resolved ``training`` section against TRL's rules for group size ``G``; return it unchanged.
+
+    Raises :class:`InputError` naming the key before anything is loaded.
+    """
+    t = training
+    if not (_is_int(G) and G >= 2):
+        raise InputError(f"group_sizes: G must be an integer >= 2 (GRPO needs a within-group spread), got {G!r}")
+    _require(_is_number(t["learning_rate"]) and t["learning_rate"] > 0, "learning_rate", "must be a number > 0")
+    _require(_is_int(t["max_steps"]), "max_steps", "must be an integer (<= 0: use num_train_epochs)")
+    if t["max_steps"] <= 0:
+        _require(
+            _is_number(t["num_train_epochs"]) and t["num_train_epochs"] > 0,
+            "num_train_epochs",
+            "must be > 0 when max_steps <= 0",
+        )
+    for key in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_iterations", "checkpoint_steps"):
+        _require(_is_int(t[key]) and t[key] >= 1, key, f"must be an integer >= 1, got {t[key]!r}")
+    _require(
+        t["steps_per_generation"] is None or (_is_int(t["steps_per_generation"]) and t["steps_per_generation"] >= 1),
+        "steps_per_generation",
+        "must be null or an integer >= 1",
+    )
+    _require(_is_number(t["temperature"]) and t["temperature"] > 0, "temperature", "must be a number > 0")
+    _require(
+        t["max_prompt_length"] is None or (_is_int(t["max_prompt_length"]) and t["max_prompt_length"] >= 1),
+        "max_prompt_length",
+        "must be null or an integer >= 1",
+    )
+    _require(
+        _is_int(t["max_completion_length"]) and t["max_completion_length"] >= 1,
+        "max_completion_length",
+        "must be an integer >= 1",
+    )
+    _require(
+        t["logging_steps"] == 1,
+        "logging_steps",
+        f"must be 1: log.csv holds one row per optimizer step (Table 2), got {t['logging_steps']!r}",
+    )
+    _require(
+        t["eval_steps"] is None or (_is_int(t["eval_steps"]) and t["eval_steps"] >= 0),
+        "eval_steps",
+        "must be null, 0 (no evaluation) or an integer >= 1",
+    )
+    _require(_is_number(t["beta"]) and t["beta"] >= 0, "beta", "must be a number >= 0")
+    _require(_is_number(t["epsilon"]) and t["epsilon"] > 0, "epsilon", "must be a number > 0")
+    _require(_is_number(t["adam_beta1"]) and 0 <= t["adam_beta1"] < 1, "adam_beta1", "mu must lie in [0, 1)")
+    _require(_is_number(t["adam_beta2"]) and 0 <= t["adam_beta2"] < 1, "adam_beta2", "must lie in [0, 1)")
+    _require(t["loss_type"] in LOSS_TYPES, "loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
+    _require(
+        t["importance_sampling_level"] in ("token", "sequence"),
+        "importance_sampling_level",
+        "must be 'token' or 'sequence'",
+    )
+    _require(t["scale_rewards"] in ("group", "batch", "none"), "scale_rewards", "must be group, batch or none")
+    _require(
+        t["checkpoints_keep"] is None or (_is_int(t["checkpoints_keep"]) and t["checkpoints_keep"] >= 2),
+        "checkpoints_keep",
+        "must be null (keep all) or an integer >= 2 (one complete checkpoint survives a kill during a save)",
+    )
+    lora = t["lora"]
+    _require(_is_int(lora["r"]) and lora["r"] >= 1, "lora.r", "must be an integer >= 1")
+    _require(_is_number(lora["alpha"]) and lora["alpha"] > 0, "lora.alpha", "must be a number > 0")
+    _require(_is_number(lora["dropout"]) and 0 <= lora["dropout"] < 1, "lora.dropout", "must lie in [0, 1)")
+    _require(
+        isinstance(lora["target_modules"], list)
+        and lora["target_modules"]
+        and all(isinstance(m, str) for m in lora["target_modules"]),
+        "lora.target_modules",
+        "must be a non-empty list of module names",
+    )
+    for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "disable_dropout", "gradient_checkpointing",
+                "eval_on_start"):
+        _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
+    _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
+    _require(
+        not t["use_vllm"] or cuda,
+        "use_vllm",
+        "vLLM generation needs CUDA GPUs and none is visible; set use_vllm: false",
+    )
+    resources = t["resources"]
+    for key, low in (("gpus", 0), ("runtime_min", 1), ("mem_mb", 1), ("threads", 1)):
+        _require(_is_int(resources[key]) and resources[key] >= low, f"resources.{key}", f"must be an integer >= {low}")
+
+    _require(
+        t["per_device_eval_batch_size"] is None
+        or (_is_int(t["per_device_eval_batch_size"]) and t["per_device_eval_batch_size"] >= 1),
+        "per_device_eval_batch_size",
+        "must be null or an integer >= 1",
+    )
+    num_generations_eval = t["num_generations_eval"] or G
+    _require(_is_int(num_generations_eval) and num_generations_eval >= 1, "num_generations_eval", "must be >= 1")
+    # TRL: the generation batch (completions) must hold whole groups of G.
+    steps_per_generation = t["steps_per_generation"] or t["gradient_accumulation_steps"]
+    generation_batch = t["per_device_train_batch_size"] * num_processes * steps_per_generation
+    _require(
+        generation_batch % G == 0,
+        "per_device_train_batch_size",
+        f"per_device_train_batch_size x processes x steps_per_generation = {t['per_device_train_batch_size']} x "
+        f"{num_processes} x {steps_per_generation} = {generation_batch} completions per generation batch must be a "
+        f"multiple of G={G}",
+    )
+    eval_batch = eval_batch_size(t, G)
+    _require(
+        (eval_batch * num_processes) % num_generations_eval == 0,
+        "per_device_eval_batch_size",
+        f"{eval_batch} x {num_processes} processes must be a multiple of num_generations_eval={num_generations_eval}",
+    )
+    # A resumed run regenerates at its first step; checkpoints on refresh boundaries make that the original schedule.
+    generate_every = generate_every_micro_steps(t)
+    _require(
+        (t["checkpoint_steps"] * t["gradient_accumulation_steps"]) % generate_every == 0
+        or t["gradient_accumulation_steps"] % generate_every == 0,
+        "checkpoint_steps",
+        f"must be a multiple of the refresh interval K_ref={refresh_interval(t)} optimizer steps "
+        f"(steps_per_generation x num_iterations / gradient_accumulation_steps) so a resumed run refreshes on the "
+        "same steps",
+    )
+    return t
+
+
+def eval_batch_size(training: dict, G: int) -> int:
+    """Per-device eval batch (completions): the configured one, or the smallest multiple of the eval group size
+    that is at least the training micro-batch."""
+    if training["per_device_eval_batch_size"]:
+        return int(training["per_device_eval_batch_size"])
+    group = training["num_generations_eval"] or G
+    return group * max(1, math.ceil(training["per_device_train_batch_size"] / group))
+
+
+def build_lora_config(lora: dict):
+    """peft LoRA on the attention and MLP projections (Section 4.2: r=16, alpha=64, dropout 0.05)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=int(lora["r"]),
+        lora_alpha=lora["alpha"],
+        lora_dropout=float(lora["dropout"]),
+        target_modules=list(lora["target_modules"]),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+
+
+def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has_eval: bool, cuda: bool):
+    """TRL ``GRPOConfig`` for Table 2; bf16 only on CUDA, CPU otherwise."""
+    from trl import GRPOConfig
+
+    t = training
+    eval_on = has_eval and bool(t["eval_steps"])
+    kwargs: dict[str, Any] = dict(
+        output_dir=output_dir,
+        seed=seed,
+        data_seed=seed,
+        learning_rate=float(t["learning_rate"]),
+        num_train_epochs=float(t["num_train_epochs"]),
+        max_steps=int(t["max_steps"]) if t["max_steps"] > 0 else -1,
+        per_device_train_batch_size=t["per_device_train_batch_size"],
+        gradient_accumulation_steps=t["gradient_accumulation_steps"],
+        steps_per_generation=t["steps_per_generation"],
+        num_iterations=t["num_iterations"],
+        num_generations=G,
+        num_generations_eval=t["num_generations_eval"] or G,
+        per_device_eval_batch_size=eval_batch_size(t, G),
+        temperature=float(t["temperature"]),
+        max_completion_length=t["max_completion_length"],
+        beta=float(t["beta"]),
+        epsilon=float(t["epsilon"]),
+        loss_type=t["loss_type"],
+        importance_sampling_level=t["importance_sampling_level"],
+        scale_rewards=t["scale_rewards"],
+        adam_beta1=float(t["adam_beta1"]),
+        adam_beta2=float(t["adam_beta2"]),
+        weight_decay=float(t["weight_decay"]),
+        max_grad_norm=float(t["max_grad_norm"]),
+        lr_scheduler_type=t["lr_scheduler_type"],
+        warmup_steps=t["warmup_steps"],
+        disable_dropout=t["disable_dropout"],
+        logging_strategy="steps",
+        logging_steps=1,
+        eval_strategy="steps" if eval_on else "no",
+        eval_steps=t["eval_steps"] if eval_on else None,
+        eval_on_start=bool(eval_on and t["eval_on_start"]),
+        save_strategy="steps",
+        save_steps=t["checkpoint_steps"],
+        save_total_limit=t["checkpoints_keep"],
+        report_to="none",
+        bf16=bool(t["bf16"] and cuda),
+        fp16=False,
+        use_cpu=not cuda,
+        dataloader_num_workers=0,
+        use_vllm=t["use_vllm"],
+        vllm_mode=t["vllm_mode"],
+        vllm_gpu_memory_utilization=float(t["vllm_gpu_memory_utilization"]),
+        log_completions=False,
+    )
+    # transformers 5 renamed gradient_checkpointing to activation_checkpointing (the old name still works)
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    kwargs[checkpointing] = t["gradient_checkpointing"]
+    if t["vllm_server_base_url"]:
+        kwargs["vllm_server_base_url"] = t["vllm_server_base_url"]
+    return GRPOConfig(**kwargs)
+
+
+def launch_command(training: dict, n_gpus: int) -> list[str]:
+    """The command prefix for ``pgrpo`` (the verb and its options follow): plain Python on <= 1 GPU,
+    ``accelerate launch`` with the configured (default ZeRO-2) accelerate file across several."""
+    if n_gpus <= 1:
+        return [sys.executable, "-m", "pgrpo"]
+    config_file = resolve_training(training)["accelerate_config"] or "config/accelerate/deepspeed_zero2.yaml"
+    if not Path(config_file).exists():
+        raise InputError(f"training.accelerate_config: {config_file} does not exist")
+    return ["accelerate", "launch", "--config_file", str(config_file), "--num_processes", str(n_gpus), "-m", "pgrpo"]

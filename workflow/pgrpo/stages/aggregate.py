@@ -1,0 +1,88 @@
+"""Stage ``aggregate_seeds`` (Section 4.2): read each seed's ``log.csv``, check they are one run group, write the
+per-step mean, s.d. and count.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from pgrpo.errors import InputError
+from pgrpo.grpo.run_log import _RUN_DIR, aggregate_seeds, normalize_log
+
+
+def load_log(path: str | Path) -> pd.DataFrame:
+    """Read a per-step log: the workflow's ``log.csv``, a TRL-style CSV, or a TRL ``trainer_state.json``."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"log not found: {path}")
+    if path.suffix == ".json":
+        try:
+            state = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise InputError(f"log {path} is not valid JSON: {error}") from None
+        history = state.get("log_history") if isinstance(state, dict) else None
+        if not isinstance(history, list):
+            raise InputError(f"log {path} has no 'log_history' list (expected a TRL trainer_state.json)")
+        frame = pd.DataFrame([entry for entry in history if isinstance(entry, dict)])
+    else:
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as error:
+            raise InputError(f"log {path} is not a readable CSV: {str(error).splitlines()[0]}") from None
+    return normalize_log(frame, str(path))
+
+
+def _check_same_run_group(log_csvs: Sequence[str]) -> None:
+    """The logs must be seeds of one (model, G): from their paths, and from a ``meta.json`` beside each if present."""
+    identities = set()
+    for path in log_csvs:
+        identity = None
+        meta_path = Path(path).parent / "meta.json"
+        if meta_path.is_file():
+            try:
+                meta = json.loads(meta_path.read_text())
+                identity = (meta.get("model"), meta.get("G"))
+            except json.JSONDecodeError:
+                identity = None
+        if identity is None or None in identity:
+            match = _RUN_DIR.search(Path(path).resolve().as_posix())
+            identity = (match["model"], int(match["G"])) if match else None
+        if identity is not None:
+            identities.add((str(identity[0]), int(identity[1])))
+    if len(identities) > 1:
+        listed = ", ".join(f"{m} G={G}" for m, G in sorted(identities))
+        raise InputError(f"logs of different runs given to one aggregate ({listed}); aggregate one (model, G) at a time")
+
+
+def run_aggregate(log_csvs: Sequence[str], out_csv: str, min_seeds: int = 1) -> pd.DataFrame:
+    """Aggregate the seeds' logs of one (model, G) into ``out_csv`` (``step`` + ``<col>_mean/_sd/_n`` per column).
+
+    Raises InputError for a missing or unreadable log, a log without a step column, a repeated path, or logs of
+    different (model, G). Warns on stderr when the seeds cover different steps. Returns the written frame.
+    """
+    from pgrpo.atomic import write_csv
+
+    paths = [str(p) for p in log_csvs]
+    if not paths:
+        raise InputError("no log.csv given to aggregate")
+    if len(set(paths)) != len(paths):
+        raise InputError(f"a log is listed twice: {sorted(p for p in paths if paths.count(p) > 1)[0]}")
+    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int) or min_seeds < 1:
+        raise InputError(f"min_seeds must be an integer >= 1, got {min_seeds!r}")
+    _check_same_run_group(paths)
+    logs = [load_log(path) for path in paths]
+    step_sets = [set(log["step"]) for log in logs]
+    union = set().union(*step_sets)
+    for path, steps in zip(paths, step_sets):
+        if steps != union:
+            missing = len(union - steps)
+            print(f"aggregate: {path} lacks {missing} of {len(union)} steps; those steps average the other seeds",
+                  file=sys.stderr)
+    frame = aggregate_seeds(logs, min_seeds=min_seeds)
+    write_csv(out_csv, frame)
+    return frame
