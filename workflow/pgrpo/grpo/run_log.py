@@ -9,8 +9,12 @@ frac_reward_zero_std, entropy, kl, grad_norm, importance_sampling_ratio_max, ...
 left out of that step's statistics (and shows in ``_n``), never counted as zero. Eval columns are measured only on
 eval steps, so their ``_n`` is 0 elsewhere and their mean empty.
 
-:func:`load_log` also reads logs not written by this workflow: TRL/W&B-style CSVs (``train/reward``,
-``train/global_step``, ``eval/reward``) and TRL's ``trainer_state.json`` (``log_history``).
+Logs not written by this workflow are normalised here too (the files are read by :mod:`pgrpo.stages.logs`):
+TRL's ``log_history`` (:func:`frame_from_log_history`), TRL/W&B-style CSVs (``train/reward``, ``train/global_step``,
+``eval/reward``; a W&B export's ``Step`` and ``<run> - <key>`` columns), old TRL key names (``completion_length``,
+``rewards/<fn>`` without ``/mean``) and several reward functions (``rewards/<fn>/mean``; their sum is the reward
+where the log has no ``reward``). A log whose steps go backwards, or that logs one quantity twice at one step with
+two values, is refused with one line naming the step: such a log is two runs glued together.
 
 """
 
@@ -25,7 +29,16 @@ import pandas as pd
 from pgrpo.errors import InputError
 
 #: candidate names of the optimizer-step column, in order of preference
-STEP_COLUMNS: tuple[str, ...] = ("step", "train/global_step", "global_step", "trainer/global_step")
+STEP_COLUMNS: tuple[str, ...] = ("step", "train/global_step", "global_step", "trainer/global_step", "Step", "_step")
+
+#: old TRL key names (TRL < 0.17) -> current ones, applied where the current name is absent
+OLD_TRL_KEYS: dict[str, str] = {
+    "completion_length": "completions/mean_length",
+    "eval_completion_length": "eval_completions/mean_length",
+}
+
+_OLD_REWARD_KEY = re.compile(r"^(eval_)?rewards/([^/]+)$")  # rewards/<fn> (old TRL) -> rewards/<fn>/mean
+_WANDB_MINMAX = re.compile(r"__(MIN|MAX)$")
 
 
 _RUN_DIR = re.compile(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed(?P<seed>\d+)/[^/]+$")
@@ -41,12 +54,71 @@ def normalize_column(name: str) -> str:
     return name
 
 
+def frame_from_log_history(history: Sequence[object], source: str) -> pd.DataFrame:
+    """TRL's ``log_history`` (a list of dicts with ``step``) as a data frame, one row per entry, in log order."""
+    entries = [entry for entry in history if isinstance(entry, dict)]
+    if not entries:
+        raise InputError(f"log {source} is empty: its log_history has no entries")
+    return pd.DataFrame(entries)
+
+
+def _strip_wandb_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """A W&B export: ``<run> - train/reward`` -> ``train/reward``; its ``__MIN``/``__MAX`` band columns dropped."""
+    columns = [c for c in frame.columns if not _WANDB_MINMAX.search(str(c))]
+    frame = frame.loc[:, columns]
+    renamed = {c: str(c).split(" - ", 1)[1] for c in columns if " - " in str(c)}
+    return frame.rename(columns=renamed) if renamed else frame
+
+
+def _modern_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """Old TRL key names under the current ones; a ``reward`` from the reward functions where none is logged."""
+    renames = {}
+    for column in frame.columns:
+        match = _OLD_REWARD_KEY.match(str(column))
+        if match and f"{column}/mean" not in frame.columns and match[2] not in ("mean", "std"):
+            renames[column] = f"{column}/mean"
+        elif column in OLD_TRL_KEYS and OLD_TRL_KEYS[column] not in frame.columns:
+            renames[column] = OLD_TRL_KEYS[column]
+    frame = frame.rename(columns=renames)
+    if "reward" not in frame.columns:
+        parts = [c for c in frame.columns if re.fullmatch(r"rewards/[^/]+/mean", str(c))]
+        if parts:
+            values = frame[parts].apply(pd.to_numeric, errors="coerce")
+            frame = frame.assign(reward=values.sum(axis=1, min_count=len(parts)))
+    return frame
+
+
+def _check_steps(frame: pd.DataFrame, source: str) -> None:
+    """Steps never go backwards, and no quantity is logged twice at one step with two different values."""
+    steps = frame["step"].to_numpy(np.int64)
+    back = np.flatnonzero(np.diff(steps) < 0)
+    if back.size:
+        i = int(back[0])
+        raise InputError(f"log {source}: steps go backwards (step {steps[i + 1]} after step {steps[i]}); "
+                         f"is it two runs in one file?")
+    duplicated = frame["step"].duplicated(keep=False)
+    if not duplicated.any():
+        return
+    for step, rows in frame.loc[duplicated].groupby("step", sort=True):
+        for column in rows.columns:
+            if column == "step":
+                continue
+            values = pd.to_numeric(rows[column], errors="coerce").dropna()
+            if values.nunique() > 1:
+                raise InputError(f"log {source}: step {step} is logged twice with two values of '{column}' "
+                                 f"({values.iloc[0]:g} and {values.iloc[1]:g}); is it two runs in one file?")
+
+
 def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """One row per integer step, sorted, with numeric columns under the workflow's names.
 
-    Rows that share a step (TRL logs eval metrics in rows of their own) are merged: per column the last measured
-    value wins; empty cells stay empty. Columns that hold no number at all (text) are dropped.
+    Rows that share a step (TRL logs eval metrics in rows of their own) are merged: per column the measured value
+    is kept; empty cells stay empty. Columns that hold no number at all (text) are dropped. InputError (one line)
+    for a log without a step column, without rows, whose steps go backwards or repeat with different values.
     """
+    if frame.empty:
+        raise InputError(f"log {source} is empty: it has no rows")
+    frame = _strip_wandb_names(frame)
     step_column = next((c for c in STEP_COLUMNS if c in frame.columns), None)
     if step_column is None:
         raise InputError(f"log {source} has no step column (looked for {', '.join(STEP_COLUMNS)})")
@@ -56,7 +128,11 @@ def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     frame = frame.loc[:, ~pd.Index(frame.columns).duplicated(keep="first")]
     step = pd.to_numeric(frame["step"], errors="coerce")
     frame = frame.loc[step.notna()].copy()
+    if frame.empty:
+        raise InputError(f"log {source} has no row with a step number")
     frame["step"] = step[step.notna()].astype(np.int64)
+    frame = _modern_keys(frame)
+    _check_steps(frame, source)
     keep = ["step"]
     for column in frame.columns:
         if column == "step":

@@ -12,29 +12,13 @@ from typing import Sequence
 import pandas as pd
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.run_log import _RUN_DIR, aggregate_seeds, normalize_log
+from pgrpo.grpo.run_log import _RUN_DIR, aggregate_seeds
+from pgrpo.stages.logs import read_run_log
 
 
 def load_log(path: str | Path) -> pd.DataFrame:
-    """Read a per-step log: the workflow's ``log.csv``, a TRL-style CSV, or a TRL ``trainer_state.json``."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"log not found: {path}")
-    if path.suffix == ".json":
-        try:
-            state = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            raise InputError(f"log {path} is not valid JSON: {error}") from None
-        history = state.get("log_history") if isinstance(state, dict) else None
-        if not isinstance(history, list):
-            raise InputError(f"log {path} has no 'log_history' list (expected a TRL trainer_state.json)")
-        frame = pd.DataFrame([entry for entry in history if isinstance(entry, dict)])
-    else:
-        try:
-            frame = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError) as error:
-            raise InputError(f"log {path} is not a readable CSV: {str(error).splitlines()[0]}") from None
-    return normalize_log(frame, str(path))
+    """Read a per-step log in any saved format (:func:`pgrpo.stages.logs.read_run_log`)."""
+    return read_run_log(path)
 
 
 def _check_same_run_group(log_csvs: Sequence[str]) -> None:

@@ -17,6 +17,7 @@ from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.report import DiagnosisReport, DiagnosticsReport, _diagnose_curves, diagnose_runs
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
 from pgrpo.errors import InputError
+from pgrpo.stages.logs import resolve_log_path
 
 
 def read_aggregate(path: str, model: str | None = None, G: int | None = None,
@@ -43,11 +44,9 @@ def read_log(path: str) -> RunCurves:
     or a TRL ``trainer_state.json`` (``log_history``). InputError for an unreadable file or no known column."""
     from pgrpo.stages.aggregate import load_log
 
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"log not found: {path}")
+    file = resolve_log_path(path)
     try:
-        frame = load_log(path)
+        frame = load_log(file)
     except InputError:
         raise
     except (UnicodeDecodeError, ValueError, OSError) as error:

@@ -1,0 +1,94 @@
+"""Every saved log format a GRPO user has, read by :func:`pgrpo.stages.logs.read_run_log` (hand-written logs)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from pgrpo.errors import InputError
+from pgrpo.stages.logs import read_run_log, resolve_log_path
+
+HISTORY = [
+    {"step": 1, "loss": 0.1, "reward": 0.2, "reward_std": 0.3, "kl": 0.0, "grad_norm": 1.5, "epoch": 0.1},
+    {"step": 2, "loss": 0.1, "reward": 0.4, "reward_std": 0.3, "kl": 0.01, "grad_norm": 1.2, "epoch": 0.2},
+    {"step": 2, "eval_reward": 0.35, "eval_loss": 0.2, "epoch": 0.2},
+    {"step": 3, "loss": 0.1, "reward": 0.5, "reward_std": 0.2, "kl": 0.02, "grad_norm": 1.1, "epoch": 0.3},
+]
+
+
+def _check_history_frame(frame):
+    assert list(frame["step"]) == [1, 2, 3]
+    assert list(frame["reward"]) == [0.2, 0.4, 0.5]
+    assert frame.loc[frame["step"] == 2, "eval_reward"].item() == 0.35  # the eval row merged into its step
+    assert math.isnan(frame.loc[frame["step"] == 1, "eval_reward"].item())
+
+
+def test_trainer_state_json(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 3, "log_history": HISTORY}))
+    _check_history_frame(read_run_log(path))
+
+
+def test_bare_log_history_list(tmp_path):
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(HISTORY))
+    _check_history_frame(read_run_log(path))
+
+
+def test_output_folder_uses_the_latest_checkpoint(tmp_path):
+    for n, history in ((2, HISTORY[:2]), (10, HISTORY), (9, HISTORY[:1])):
+        folder = tmp_path / f"checkpoint-{n}"
+        folder.mkdir()
+        (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    assert resolve_log_path(tmp_path) == tmp_path / "checkpoint-10" / "trainer_state.json"
+    _check_history_frame(read_run_log(tmp_path))
+
+
+def test_wandb_export_csv(tmp_path):
+    frame = pd.DataFrame({"Step": [1, 2, 3], "run-a - train/reward": [0.2, 0.4, 0.5],
+                          "run-a - train/reward__MIN": [0.1, 0.3, 0.4], "run-a - train/reward__MAX": [0.3, 0.5, 0.6],
+                          "run-a - eval/reward": [None, 0.35, None]})
+    frame.to_csv(tmp_path / "export.csv", index=False)
+    out = read_run_log(tmp_path / "export.csv")
+    assert list(out.columns) == ["step", "reward", "eval_reward"]
+    _check_history_frame(out)
+
+
+def test_old_trl_names_and_several_reward_functions(tmp_path):
+    history = [{"step": s, "rewards/format": f, "rewards/accuracy": a, "completion_length": n}
+               for s, f, a, n in ((1, 0.5, 0.1, 100.0), (2, 1.0, 0.3, 120.0))]
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    out = read_run_log(path)
+    assert list(out["rewards/accuracy/mean"]) == [0.1, 0.3]
+    assert list(out["completions/mean_length"]) == [100.0, 120.0]
+    assert out["reward"].tolist() == pytest.approx([0.6, 1.3])  # the total reward = sum of the functions
+
+
+@pytest.mark.parametrize("content, needle", [
+    ({"log_history": []}, "empty"),
+    ({"best_metric": None, "epoch": 1.0}, "neither a TRL trainer_state.json"),
+    ([{"step": 1, "reward": 0.1}, {"step": 1, "reward": 0.2}], "step 1 is logged twice"),
+    ([{"step": 2, "reward": 0.1}, {"step": 1, "reward": 0.2}], "steps go backwards"),
+    ([{"reward": 0.1}], "no step column"),
+])
+def test_bad_logs_give_one_line(tmp_path, content, needle):
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(InputError) as error:
+        read_run_log(path)
+    assert needle in str(error.value) and "\n" not in str(error.value)
+
+
+def test_not_json_and_missing(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        read_run_log(path)
+    with pytest.raises(InputError, match="not found"):
+        read_run_log(tmp_path / "absent.csv")
+    with pytest.raises(InputError, match="has no trainer_state.json"):
+        read_run_log(tmp_path)
