@@ -14,7 +14,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from pgrpo.atomic import read_json
-from pgrpo.diagnose.numerics import _fmt
 from pgrpo.errors import InputError
 from pgrpo.figures.fits import figure1, forecast_figure
 from pgrpo.figures.style import save_pdf_png
@@ -24,7 +23,7 @@ from pgrpo.fit.least_squares import _finite_or_none, _none_to_nan
 from pgrpo.fit.selection import ModelComparison, binary_noise_ceiling
 from pgrpo.fit.settings import FittingConfig, fit_column, fitting_config
 from pgrpo.fit.theory_link import link_to_theory
-from pgrpo.tables.fits import _title, _with_se, describe_forecast, fit_report_markdown, fit_table_latex
+from pgrpo.tables.fits import _fmt, _title, _with_se, describe_forecast, fit_report_markdown, fit_table_latex
 from pgrpo.tables.render import latex_table, markdown_table
 from pgrpo.tables.table1 import latex_escape
 
