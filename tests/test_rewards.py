@@ -30,7 +30,7 @@ from pgrpo.grpo.rewards import (
         ("5+3=8\n8*2=16", "16"),
         ("She pays $1,050.75 in total.", "1050.75"),
         ("It drops to -12 degrees.", "-12"),
-        ("The answer is 5, 6", "6"),
+        ("The answer is 5, 6", "5"),  # the answer stated after "The answer is" (math-verify's reading), not the last number
         # garbage
         ("no digits here", None),
         ("", None),

@@ -38,9 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.rewards import extract_final_answer, last_boxed
+from pgrpo.grpo.rewards import gold_answer, last_boxed
 
-ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "latex", "boxed", "metamath")
+ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "integer", "latex", "boxed", "metamath")
+
+METAMATH_MARKER = re.compile(r"The answer is\s*:?", re.IGNORECASE)
+
+#: the answer kind (:data:`pgrpo.grpo.answer_check.KINDS`) a benchmark's golds and completions are checked as
+ANSWER_KINDS: dict[str, str] = {"gsm8k": "number", "number": "number", "integer": "integer", "latex": "auto",
+                                "boxed": "auto", "metamath": "auto"}
 
 
 #: Keys of one ``benchmarks.<name>`` entry (config/schema.yaml) and their defaults.
@@ -69,24 +75,13 @@ PROOF_GOLDS = {"\\blacksquare", "\\square", "\\qed", "qed", "q.e.d.", "\\box", "
 
 
 #: Where MetaMathQA's responses state the final answer.
-METAMATH_MARKER = re.compile(r"The answer is\s*:?", re.IGNORECASE)
-
-
-def _strip_math(text: str) -> str:
-    """Strip whitespace, enclosing ``$...$`` / ``\\(...\\)`` and a trailing period."""
-    s = text.strip()
-    for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
-        if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-            s = s[len(left) : len(s) - len(right)].strip()
-    return s.rstrip(".").strip()
-
-
 def gold_from_field(value: Any, answer_format: str) -> str | None:
     """The gold final answer written in a benchmark's answer field, by ``answer_format``; None if there is none.
 
-    ``gsm8k``: the answer after ``####`` (as :func:`pgrpo.grpo.rewards.extract_final_answer` reads it);
-    ``number`` and ``latex``: the field itself (stripped; enclosing ``$`` removed); ``boxed``: the content of the last
-    ``\\boxed{...}``; ``metamath``: the text after the last ``The answer is:``.
+    ``gsm8k``: the answer after ``####``; ``number``/``integer``: the field read as a number (``None``, ``N/A``
+    and other non-answers give None: GSM-Plus's "critical thinking" items are not scored); ``latex``: the field
+    itself; ``boxed``: the content of the last ``\\boxed{...}``; ``metamath``: the text after the last ``The answer
+    is:`` (:func:`pgrpo.grpo.answer_check.gold_answer`, which keeps the commas of intervals, sets and tuples).
     """
     if answer_format not in ANSWER_FORMATS:
         raise InputError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
@@ -100,17 +95,14 @@ def gold_from_field(value: Any, answer_format: str) -> str | None:
         text = value
     else:
         return None
-    if answer_format == "gsm8k":
-        if "####" not in text:
-            return None
-        gold = extract_final_answer(text[text.index("####") :])
-    elif answer_format in ("number", "latex"):
-        gold = _strip_math(text)
-    elif answer_format == "boxed":
-        gold = last_boxed(text)
-    else:  # metamath
+    if answer_format == "gsm8k" and "####" not in text:
+        return None
+    if answer_format == "boxed":
+        text = last_boxed(text)
+    elif answer_format == "metamath":
         marks = list(METAMATH_MARKER.finditer(text))
-        gold = _strip_math(text[marks[-1].end() :]) if marks else None
+        text = text[marks[-1].end():] if marks else None
+    gold = gold_answer(text, ANSWER_KINDS[answer_format]) if text else None
     return gold if gold else None
 
 

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import atomic_path, write_csv, write_json, write_text
 from pgrpo.errors import InputError, one_line
-from pgrpo.grpo.benchmarks import load_benchmark
+from pgrpo.grpo.benchmarks import ANSWER_KINDS, load_benchmark, resolve_benchmark
 from pgrpo.grpo.generation import (
     _torch_dtype,
     _versions,
@@ -115,7 +115,9 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
 
     from pgrpo.grpo.rewards import is_correct
 
-    correct = [[bool(is_correct(text, gold)) for text in texts] for texts, gold in zip(samples.texts, problems.golds)]
+    kind = ANSWER_KINDS[resolve_benchmark(benchmark_name, benchmark)["answer_format"]]
+    correct = [[bool(is_correct(text, gold, kind)) for text in texts]
+               for texts, gold in zip(samples.texts, problems.golds)]
     counts = [sum(row) for row in correct]
     n = settings["num_samples"]
     results = {k: benchmark_pass_at_k(counts, n, k) for k in settings["pass_at"]}
