@@ -128,3 +128,37 @@ rule bandit_sensitivity:
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit sensitivity --section-json {params.bandit:q}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+rule bandit_finite_g:
+    input:
+        "results/bandit/calibration.json",
+    output:
+        md=report(
+            "results/bandit/finite_g.md",
+            caption="../report/finite_g.rst",
+            category="7. Beyond the paper",
+            subcategory="finite-G bandit",
+        ),
+        csv="results/bandit/finite_g.csv",
+        png=report(
+            "results/bandit/finite_g.png",
+            caption="../report/finite_g.rst",
+            category="7. Beyond the paper",
+            subcategory="finite-G bandit",
+        ),
+        pdf="results/bandit/finite_g.pdf",
+    log:
+        "logs/bandit/finite_g.log",
+    benchmark:
+        "results/benchmarks/bandit_finite_g.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=30,
+        mem_mb=4000,
+    params:
+        bandit=as_json("bandit"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo bandit finite-g --section-json {params.bandit:q} --calibration {input}"
+        " --md {output.md} --csv {output.csv} --png {output.png} --pdf {output.pdf} > {log} 2>&1"

@@ -44,6 +44,10 @@ DEFAULTS: dict[str, Any] = {
     # the paper does not state its rewards: the same verdicts for other reward shapes, on a coarser grid
     "sensitivity": {"rewards": [[0, 0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1, 2], [0, 1, 4, 9, 16, 25, 36, 49]],
                     "etas_n": 20, "k_refs_n": 20, "steps": 3000},
+    # beyond the paper: real groups of G samples (Prop. 10's 1/G law), pgrpo.bandit.finite_g_study.GridSettings
+    "finite_g": {"eta": 0.2, "mu": 0.0, "k_ref": 1, "refresh": "sliding", "gradient": "importance_weighted",
+                 "group_sizes": [2, 4, 8, 16, 32, 64, 256, 1024], "replicas": 2000, "steps": 4000, "burn_in": 2000,
+                 "seed": 0, "ddof": 1},
 }
 
 

@@ -112,3 +112,71 @@ def figure7(frame: pd.DataFrame, settings: BanditSettings, calibration: dict, re
                  f"$\\mu$={m.mu}, $\\beta$={settings.beta}, K={stiffness:.3f}", fontsize=9)
     fig.subplots_adjust(left=0.11, right=0.97, bottom=0.11, top=0.92)
     return fig
+
+
+def finite_g_figure(report):
+    """The finite-G bandit against Prop. 10 (Eq. 12): (a) the mean trajectory per G and the G -> infinity one,
+    (b) the stationary variance against G with the fitted power law and the 1/G slope, (c) the measured variance
+    against Eq. 12 with D measured per step, (d) sigma_adv and the zero-spread fraction against G (Section 5.3)."""
+    import matplotlib.pyplot as plt
+
+    from pgrpo.figures.style import color_for_G, style
+
+    points = sorted(report.points, key=lambda pt: pt.G)
+    gs = np.array([pt.G for pt in points], float)
+    with style():
+        fig, axes = plt.subplots(1, 4, figsize=(16.0, 3.8))
+        ax = axes[0]
+        for pt in points:
+            ax.plot(pt.trajectory.mean, color=color_for_G(pt.G), lw=1.0, label=f"G={pt.G}")
+        ax.axhline(report.p_star, color="k", ls=":", lw=1.0)
+        ax.set_xlabel("step")
+        ax.set_ylabel("replica mean of p(t)")
+        ax.legend(fontsize=6, ncol=2)
+        ax.set_title("(a) mean trajectory against G (dotted: p*)", fontsize=9)
+
+        ax = axes[1]
+        fl = np.array([pt.fluctuation.value for pt in points])
+        fl_se = np.array([pt.fluctuation.se for pt in points])
+        star = np.array([pt.about_p_star.value for pt in points])
+        ax.errorbar(gs, fl, yerr=fl_se, fmt="o", color="#1f77b4", label="Var(p) about its own mean")
+        ax.plot(gs, star, "s", color="#d62728", label="<(p - p*)^2>")
+        fit = report.exponent_fluctuation
+        ax.plot(gs, fit.prefactor * gs ** fit.exponent, "-", color="#1f77b4",
+                label=f"fit: G^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
+        ax.plot(gs, fl[0] * (gs / gs[0]) ** -1.0, "k--", lw=1.0, label="1/G (Prop. 10)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("G")
+        ax.set_ylabel("stationary variance")
+        ax.legend(fontsize=6)
+        ax.set_title("(b) the 1/G law", fontsize=9)
+
+        ax = axes[2]
+        for name, marker in (("calibrated", "o"), ("linearised", "s"), ("local", "^")):
+            checks = report.prefactor.get(name, ())
+            ax.plot([c.G for c in checks], [c.ratio for c in checks], marker, label=f"K {name}")
+        ax.axhline(1.0, color="k", lw=1.0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("G")
+        ax.set_ylabel("measured / D/(2 G C_eff K_eff)")
+        ax.legend(fontsize=6)
+        ax.set_title("(c) Eq. 12 with D measured per step", fontsize=9)
+
+        ax = axes[3]
+        sig = np.array([pt.noise.sigma_adv for pt in points])
+        zero = np.array([pt.noise.zero_spread for pt in points])
+        ax.plot(gs, sig, "o-", color="#2ca02c", label="sigma_adv (sample s.d. of a group)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("G")
+        ax.set_ylabel("sigma_adv")
+        twin = ax.twinx()
+        twin.plot(gs, zero, "s--", color="#8c564b", label="zero-spread fraction")
+        twin.set_ylabel("zero-spread fraction")
+        lines = ax.get_legend_handles_labels()
+        lines2 = twin.get_legend_handles_labels()
+        ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=6, loc="center right")
+        ax.set_title("(d) the residual G-dependence (Section 5.3)", fontsize=9)
+        fig.tight_layout()
+    return fig

@@ -21,12 +21,12 @@ from pgrpo.bandit.experiments import (
     sensitivity_frame,
     sweep_frames,
 )
-from pgrpo.bandit.settings import Reading, _choice, bandit_settings
+from pgrpo.bandit.settings import DEFAULTS, Reading, _choice, _merged, bandit_settings
 from pgrpo.bandit.verdict import ClaimVerdict, _view_table, frontier_table, judge
 from pgrpo.errors import InputError
-from pgrpo.figures.bandit import figure6, figure7
+from pgrpo.figures.bandit import figure6, figure7, finite_g_figure
 from pgrpo.figures.style import close_figure
-from pgrpo.tables.bandit import frame_latex, frame_markdown, sensitivity_markdown, verdict_markdown
+from pgrpo.tables.bandit import finite_g_markdown, frame_latex, frame_markdown, sensitivity_markdown, verdict_markdown
 
 
 # Calibration
@@ -138,3 +138,29 @@ def run_sensitivity(bandit_cfg: Mapping | None, out_csv: str, out_md: str) -> pd
     write_csv(out_csv, frame)
     write_text(out_md, sensitivity_markdown(frame))
     return frame
+
+
+def run_finite_g(bandit_cfg: Mapping | None, calibration_json: str, out_md: str, out_csv: str, out_png: str,
+                 out_pdf: str) -> Any:
+    """The finite-G study (Prop. 10): the grid of ``bandit.finite_g``, K from ``calibration.json``; ``finite_g.md``,
+    the per-G numbers as CSV, and the figure."""
+    from pgrpo.bandit.finite_g_study import GridSettings, analyse_grid, run_grid
+
+    settings = bandit_settings(bandit_cfg)
+    section = _merged(DEFAULTS["finite_g"], (bandit_cfg or {}).get("finite_g"), "bandit.finite_g")
+    grid = GridSettings(rewards=tuple(float(r) for r in settings.rewards), beta=settings.beta,
+                        **{k: (tuple(v) if isinstance(v, list) else v) for k, v in section.items()})
+    calibration = load_calibration(calibration_json)
+    report = analyse_grid(run_grid(grid, progress=True), grid, K_calibrated=calibration["stiffness"])
+    rows = [{"G": pt.G, "var_fluctuation": pt.fluctuation.value, "var_fluctuation_se": pt.fluctuation.se,
+             "var_about_p_star": pt.about_p_star.value, "stationary_mean": pt.fluctuation.mean,
+             "D": pt.noise.D, "D_se": pt.noise.D_se, "sigma_adv": pt.noise.sigma_adv,
+             "zero_spread": pt.noise.zero_spread, "K_local": pt.stiffness.value}
+            for pt in sorted(report.points, key=lambda p: p.G)]
+    write_csv(out_csv, pd.DataFrame(rows))
+    write_text(out_md, finite_g_markdown(report))
+    fig = finite_g_figure(report)
+    save_figure(fig, out_pdf)
+    save_figure(fig, out_png, dpi=150)
+    close_figure(fig)
+    return report
