@@ -60,9 +60,9 @@ def kref_sweep_figure(runs: Sequence[SweepRun], regimes: Sequence[RunRegime], K:
             ok = np.isfinite(run.reward)
             if not ok.any():
                 continue
-            kernel = np.ones(max(1, smoothing)) / max(1, smoothing)
-            smoothed = np.convolve(run.reward[ok], kernel, mode="valid")
-            steps = run.steps[ok][smoothing - 1:] if smoothing > 1 else run.steps[ok]
+            window = max(1, min(smoothing, int(ok.sum()) // 4))  # as the classification (sparse logging)
+            smoothed = np.convolve(run.reward[ok], np.ones(window) / window, mode="valid")
+            steps = run.steps[ok][window - 1:]
             color = cmap(k_values.index(run.k_ref) / max(1, len(k_values) - 1) * 0.9)
             etas_sorted = sorted({x.eta for x in runs})
             ls = ["-", "--", ":", "-."][etas_sorted.index(run.eta) % 4]

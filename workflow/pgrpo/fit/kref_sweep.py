@@ -17,10 +17,12 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   differences, :func:`noise_sd`, over sqrt(smoothing)) over the initial gap, at least the bandit stage's 1%
   (:data:`MIN_TOLERANCE`), so that sampling noise is not read as ringing. *collapsed*: the run ends below its start
   by more than that tolerance (learning undone), the deep-network face of a run that leaves its fixed point. A run
-  whose rise is within the noise is *flat*: there is nothing to classify.
+  whose rise is within the noise is *flat*: there is nothing to classify. A run that refreshes every ``K_ref``
+  steps logs its reward only on the steps that generate, so the window shrinks to keep four windows in the run.
 - **The predictions** for each run: the margin ``(1 - mu) - K eta K_ref`` of Prop. 9 (Eq. 11; negative:
   linearly unstable) and the damping ratio of Eq. 10 (``zeta < 1``: oscillatory onset). Agreement is counted
-  between "monotone" and ``zeta >= 1`` with a positive margin, and between a non-monotone label and the other side.
+  between "monotone" and ``zeta >= 1`` with a positive margin, and between overshoot/oscillatory and the other
+  side; a collapsed or flat run is outside what the linear model describes and is reported, not counted.
 
 The importance-sampling ratio each run logged (``importance_sampling_ratio_max``, Figure 5 row 2) is summarised
 beside it: the direct witness of the lag that erodes ``C_eff`` (Lemma 5).
@@ -44,6 +46,8 @@ from pgrpo.fit.theory_link import stiffness_from_saturation_rate
 FLAT = "flat"
 #: the smallest hysteresis tolerance, as a fraction of the initial gap: the bandit stage's default (Figure 7)
 MIN_TOLERANCE = 0.01
+#: the fewest logged reward values a run needs to be classified
+MIN_POINTS = 8
 COLLAPSED = "collapsed"
 
 
@@ -105,13 +109,14 @@ class RunRegime:
 
 
 def noise_sd(values: np.ndarray) -> float:
-    """The per-point noise s.d. of a slowly varying curve, from its first differences (``Var(y_i - y_{i-1}) =
-    2 sigma^2`` for independent noise) with a median-absolute-deviation scale, so steps and spikes do not inflate it."""
+    """The per-point noise s.d. of a slowly varying curve, from its first differences: ``Var(y_i - y_{i-1}) =
+    2 sigma^2`` for independent noise. (Not a median-based scale: a binary reward near 0 has mostly zero
+    differences, and its noise would then read as none.)"""
     d = np.diff(np.asarray(values, float))
     d = d[np.isfinite(d)]
     if d.size < 2:
         return float("nan")
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0))
+    return float(np.std(d, ddof=1) / math.sqrt(2.0))
 
 
 def measure_stiffness(run: SweepRun, smoothing: int = 1) -> StiffnessEstimate:
@@ -145,8 +150,10 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
     ok = np.isfinite(run.reward)
     raw = run.reward[ok]
     nan = float("nan")
-    window = max(1, int(smoothing))
-    if raw.size < 3 * window:
+    # a run that refreshes every K_ref steps logs its reward only on the steps that generate: fewer points, so the
+    # window shrinks to keep at least four windows in the run
+    window = max(1, min(int(smoothing), raw.size // 4))
+    if raw.size < MIN_POINTS:
         label, crossings, overshoot, start, target, noise_se, tol = "too short", 0, nan, nan, nan, nan, nan
     else:
         smoothed = smooth(raw, window)
@@ -154,10 +161,6 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
         start = float(np.mean(raw[:window]))
         tail = max(window, int(round(tail_fraction * raw.size)))
         target = float(np.mean(raw[-tail:]))
-        steps = run.steps[ok].astype(float)
-        plateau = fit_law(steps - steps[0], smoothed, EXPONENTIAL)
-        if plateau.success and min(raw) <= plateau.params["R_inf"] <= max(raw):
-            target = float(plateau.params["R_inf"])  # the fixed point p*, not a still-rising tail's mean
         gap = target - start
         band = max(noise_multiple * noise_se, MIN_TOLERANCE * abs(gap))
         if gap < -band:
@@ -165,19 +168,22 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
         elif abs(gap) <= band:
             label, crossings, overshoot, tol = FLAT, 0, 0.0, nan
         else:
-            tol = band / gap
+            steps = run.steps[ok].astype(float)
+            plateau = fit_law(steps - steps[0], smoothed, EXPONENTIAL)
+            if plateau.success and target <= plateau.params["R_inf"] <= max(raw):
+                target = float(plateau.params["R_inf"])  # the fixed point p*, not a still-rising tail's mean
+                gap = target - start
+            tol = max(band / gap, MIN_TOLERANCE)
             regime = classify_regime(np.concatenate([[start], smoothed[window:]]), target, tolerance=tol)
             label, crossings, overshoot = regime.label, regime.crossings, regime.overshoot
     x = K * run.eta * run.k_ref
     margin = (1.0 - run.mu) - x
     zeta = float(theory.damping_ratio(run.eta, run.mu, K, run.k_ref)) if K > 0 and math.isfinite(K) else nan
     predicted = predicted_regime(zeta, margin)
-    if label in ("monotone",) and predicted != "unknown":
-        agrees: bool | None = predicted == "monotone"
-    elif label in ("overshoot", "oscillatory", COLLAPSED) and predicted != "unknown":
-        agrees = predicted != "monotone"
+    if predicted == "unknown" or label not in ("monotone", "overshoot", "oscillatory"):
+        agrees: bool | None = None  # flat, too short, or collapsed: outside what the linear model describes
     else:
-        agrees = None
+        agrees = (label == "monotone") == (predicted == "monotone")
     ratio = run.is_ratio_max[np.isfinite(run.is_ratio_max)] if run.is_ratio_max is not None else np.array([])
     return RunRegime(run.name, run.eta, run.k_ref, label, int(crossings), float(overshoot), start, target, noise_se,
                      float(tol), x, margin, zeta, predicted, agrees,

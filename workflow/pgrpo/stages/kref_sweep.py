@@ -20,7 +20,7 @@ from pgrpo.atomic import read_json, write_csv, write_json, write_text
 from pgrpo.errors import InputError
 from pgrpo.figures.kref_sweep import kref_sweep_figure
 from pgrpo.figures.style import save_pdf_png
-from pgrpo.fit.kref_sweep import SweepRun, agreement, baseline_of, classify_run, measure_stiffness
+from pgrpo.fit.kref_sweep import COLLAPSED, SweepRun, agreement, baseline_of, classify_run, measure_stiffness
 from pgrpo.stages.logs import read_run_log
 from pgrpo.tables.render import markdown_table
 
@@ -104,6 +104,7 @@ def run_kref_sweep(log_csvs: Sequence[str], meta_jsons: Sequence[str], out_csv: 
               f"± {_number(stiffness.rate_se, 2)} per step (R² = {_number(stiffness.r2)}), inverted with mu = {mu:g} "
               f"(Adam beta1)." if math.isfinite(stiffness.K) else f"K could not be measured: {stiffness.message}.")
     departures = [r for r in regimes if r.agrees is False]
+    collapsed = [r for r in regimes if r.label == COLLAPSED]
     lines = ["# The deep-network K_ref sweep (Section 5.6, Scope)", "", k_line, "",
              f"Prop. 9's threshold K eta K_ref = 1 - mu = {1 - mu:g}. A run's regime is read from its train reward "
              f"({smoothing}-step centred mean; ringing smaller than {noise_multiple:g} standard errors of that mean is "
@@ -114,6 +115,17 @@ def run_kref_sweep(log_csvs: Sequence[str], meta_jsons: Sequence[str], out_csv: 
         lines.append("Where the deep network departs from the exact reduction: " + "; ".join(
             f"eta = {r.eta:g}, K_ref = {r.k_ref:g} is {r.label} where Theorem 7 says {r.predicted}"
             for r in departures) + ".")
+    if collapsed:
+        lines.append("Collapsed runs (the reward falls below its start, which the linear model of Theorem 7 does not "
+                     "describe): " + "; ".join(f"eta = {r.eta:g}, K_ref = {r.k_ref:g} (K eta K_ref = "
+                                               f"{r.k_eta_k_ref:.3g}, Prop. 9 margin {r.margin:.3g})"
+                                               for r in collapsed) + ".")
+        inside = [r for r in collapsed if r.margin > 0]
+        if inside:
+            lines.append(f"{len(inside)} of them collapsed where Prop. 9 calls the dynamics stable (margin > 0): "
+                         "with Adam the step is not eta times the gradient (Section 3.1 reads mu as Adam's beta1 but "
+                         "the map (3) is a heavy ball), so the threshold drawn with the learning rate does not bound "
+                         "where a deep network fails.")
     write_text(out_md, "\n".join(lines) + "\n")
     if out_png or out_pdf:
         save_pdf_png(kref_sweep_figure(runs, regimes, stiffness.K, mu, smoothing), out_pdf, out_png)
