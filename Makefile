@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: setup run dry-run test test-fast test-slow lint bench report clean
+.PHONY: setup run dry-run test test-fast test-slow lint bench diagnose-benchmark report readme clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,12 @@ dry-run: setup
 report: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) --report results/report.zip
 
+# the README's results block from this run's results (rule readme_numbers), then checked
+readme: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) results/readme/summary.md
+	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme update README.md results/readme/summary.md
+	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme check README.md results/readme/summary.md
+
 test: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
 
@@ -47,6 +53,10 @@ lint: setup
 
 bench: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/bench_bandit.py
+
+# pgrpo diagnose (ours vs the post-training toolkit's rules) on the planted and the public labelled logs
+diagnose-benchmark: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/diagnose/run_benchmark.py --out results/diagnose_benchmark
 
 clean:
 	rm -rf results logs .snakemake

@@ -27,6 +27,8 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/diagnose.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/readme.smk"
+include: "workflow/rules/kref_sweep.smk"
 
 
 rule all:

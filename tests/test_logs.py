@@ -72,6 +72,8 @@ def test_old_trl_names_and_several_reward_functions(tmp_path):
     ({"log_history": []}, "empty"),
     ({"best_metric": None, "epoch": 1.0}, "neither a TRL trainer_state.json"),
     ([{"step": 1, "reward": 0.1}, {"step": 1, "reward": 0.2}], "step 1 is logged twice"),
+    ([{"step": 1, "reward": 0.1}, {"step": 1, "reward": 0.1}], "step 1 is logged twice"),
+    ([{"step": 1, "reward": 0.1}, {"step": None, "reward": 0.2}], "row 2 has values but no step"),
     ([{"step": 2, "reward": 0.1}, {"step": 1, "reward": 0.2}], "steps go backwards"),
     ([{"reward": 0.1}], "no step column"),
 ])
@@ -92,3 +94,26 @@ def test_not_json_and_missing(tmp_path):
         read_run_log(tmp_path / "absent.csv")
     with pytest.raises(InputError, match="has no trainer_state.json"):
         read_run_log(tmp_path)
+
+
+def test_eval_and_summary_rows_may_repeat_the_epoch_of_their_step(tmp_path):
+    history = HISTORY + [{"step": 3, "epoch": 0.3, "train_runtime": 1.0, "train_loss": 0.1}]
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    assert list(read_run_log(path)["step"]) == [1, 2, 3]
+
+
+def test_nan_and_infinite_values_are_refused_unless_allowed(tmp_path):
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"log_history": [dict(e) for e in HISTORY[:2]] +
+                                [{"step": 3, "reward": float("nan"), "grad_norm": float("inf")}]}))
+    with pytest.raises(InputError, match=r"'reward' is NaN or infinite at step 3 \(2 non-finite value"):
+        read_run_log(path)
+    frame = read_run_log(path, allow_non_finite=True)
+    assert frame.attrs["non_finite"] == {"reward": [3.0], "grad_norm": [3.0]}
+    assert math.isnan(frame.loc[frame["step"] == 3, "grad_norm"].item())
+    csv = tmp_path / "log.csv"
+    csv.write_text("step,train/reward,eval/reward\n1,0.1,\n2,nan,0.3\n")  # an empty cell is missing, 'nan' is not
+    with pytest.raises(InputError, match="'reward' is NaN or infinite at step 2"):
+        read_run_log(csv)
+    assert read_run_log(csv, allow_non_finite=True).attrs["non_finite"] == {"reward": [2.0]}

@@ -13,7 +13,8 @@ import yaml
 SMOKE_OVERRIDES = {
     "group_sizes": [4],
     "seeds": [1, 2],
-    "synthetic": {"sizes": {"sft": 600, "val": 16, "train": 64, "test": 32, "ood": 16}},
+    "synthetic": {"sizes": {"sft": 600, "val": 16, "train": 64, "test": 32, "ood": 16},
+                  "suite": {name: {"size": 16} for name in ("distractors", "larger-numbers", "heldout-mix")}},
     "tiny": {
         "architecture": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
                          "num_attention_heads": 2, "num_key_value_heads": 1},
@@ -24,6 +25,9 @@ SMOKE_OVERRIDES = {
                  "gradient_accumulation_steps": 1, "max_completion_length": 12, "num_generations_eval": 4,
                  "per_device_eval_batch_size": 16},
     "evaluation": {"num_samples": 5, "max_new_tokens": 12},
+    # the graded suite: every set and benchmark of the default, smaller
+    "benchmarks": {name: {"max_examples": 16} for name in ("synthetic-test", "synthetic-distractors", "synthetic-ood",
+                                                           "synthetic-larger-numbers", "synthetic-heldout-mix")},
     "bandit": {
         "calibration": {"steps": 3000},
         "sweep": {"k_refs": [1, 4, 8], "steps": 100, "settle_steps": 400, "dense_k_ref_max": 8},
@@ -31,7 +35,12 @@ SMOKE_OVERRIDES = {
                        "steps": 400},
         "readings": [{"refresh": "sliding", "gradient": "stale"}],
         "sensitivity": {"rewards": [[0, 0, 0, 1]], "etas_n": 3, "k_refs_n": 3, "steps": 300},
+        "finite_g": {"group_sizes": [2, 4, 8], "replicas": 100, "steps": 300, "burn_in": 100},
     },
+    "forecast_benchmark": {"bandit_settings": 1, "fractions": [0.25], "levers": False},
+    "kref_sweep": {"learning_rates": [1e-3], "k_refs": [1, 2],
+                   "training": {"max_steps": 8, "eval_steps": 0, "checkpoint_steps": 4,
+                                "per_device_train_batch_size": 8}},
 }
 
 
@@ -49,7 +58,7 @@ def test_whole_workflow_runs_on_a_shrunken_default(repo_root, tmp_path):
         (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / item)
     with open(repo_root / "config" / "config.yaml") as handle:
         config = _merge(yaml.safe_load(handle), SMOKE_OVERRIDES)
-    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
     snakemake = shutil.which("snakemake") or str(repo_root / ".venv" / "bin" / "snakemake")
     result = subprocess.run([snakemake, "--cores", "2", "--configfile", "smoke.yaml"], cwd=tmp_path,
@@ -70,15 +79,20 @@ def test_whole_workflow_runs_on_a_shrunken_default(repo_root, tmp_path):
     assert aggregate.loc[aggregate["step"] == 0, "eval_reward_n"].item() == 2
     for path in ("figures/figure1.png", "fit/tiny/fits.md", "forecast/summary.md", "diagnostics/verdicts.md",
                  "diagnostics/figure5.png", "bandit/verdict.md", "bandit/figure6.png",
-                 "bandit/figure7_sliding_stale.png", "tables/table1.md"):
+                 "bandit/figure7_sliding_stale.png", "tables/table1.md", "tables/table1.html",
+                 "figures/passk.png", "readme/summary.md", "bandit/finite_g.md",
+                 "kref_sweep/table.md", "kref_sweep/figure.png", "forecast/benchmark.md", "forecast/benchmark.png"):
         assert (results / path).stat().st_size > 0, path
+    # Table 1 keeps the config's order of the benchmarks (increasing distance from the training data)
+    summary = pd.read_csv(results / "tables" / "table1_summary.csv")
+    assert list(dict.fromkeys(summary["benchmark"])) == list(config["benchmarks"])
 
     # a second run has nothing to do; a changed fitting parameter re-runs only what depends on it
     dry = subprocess.run([snakemake, "-n", "--cores", "2", "--configfile", "smoke.yaml"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in dry.stdout + dry.stderr
     config["fitting"] = {"forecast_fraction": 0.5}
-    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     dry = subprocess.run([snakemake, "-n", "--cores", "2", "--configfile", "smoke.yaml"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert "rule train" not in dry.stdout and "rule fit_laws" in dry.stdout

@@ -8,6 +8,7 @@ adds the few checks a JSON schema cannot express (``check_config_semantics``).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -129,6 +130,29 @@ def check_config_semantics(config: Mapping[str, Any]) -> None:
                     f"generation batch training.per_device_train_batch_size x GPUs x steps_per_generation = "
                     f"{per_device} x {processes} x {steps_per_generation} = {generation_batch}"
                 )
+
+
+#: A model name or id that says it is a chat/instruct (or chat-distilled) model, whose tokenizer has a chat template.
+CHAT_MODEL = re.compile(r"chat|instruct|-it\b|distill|\br1\b", re.IGNORECASE)
+
+
+def chat_template_warnings(config: Mapping[str, Any]) -> list[str]:
+    """One line per chat model that some prompts would reach without its chat template (data.train, data.eval,
+    evaluation, a benchmark's own setting): such a model answers a raw ``Question: ...`` prompt and runs on."""
+    chat_models = [name for name, spec in (config.get("models") or {}).items()
+                   if CHAT_MODEL.search(f"{name} {spec.get('id') or ''} {spec.get('path') or ''}")]
+    if not chat_models:
+        return []
+    settings = {f"data.{role}.chat_template": (spec or {}).get("chat_template")
+                for role, spec in (config.get("data") or {}).items()}
+    evaluation = (config.get("evaluation") or {}).get("chat_template")
+    benchmarks = config.get("benchmarks") or {}
+    if any(b.get("chat_template") is None for b in benchmarks.values()):
+        settings["evaluation.chat_template"] = evaluation
+    settings.update({f"benchmarks.{n}.chat_template": b["chat_template"] for n, b in benchmarks.items()
+                     if b.get("chat_template") is not None})
+    return [f"{key} is {value!r}: the chat model(s) {', '.join(chat_models)} would see prompts without their chat "
+            "template (set it to true or auto)" for key, value in settings.items() if value in (False, None)]
 
 
 def load_config(path: str | Path = DEFAULT_CONFIG_PATH) -> dict:

@@ -10,18 +10,30 @@ from snakemake.utils import validate
 # `PYTHONPATH=workflow python -m pgrpo VERB`, so a conda env per rule needs only the package's dependencies.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from pgrpo.config import one_line_validation_error, check_config_semantics  # noqa: E402
+from pgrpo.config import (  # noqa: E402
+    chat_template_warnings,
+    check_config_semantics,
+    one_line_validation_error,
+)
 
 try:
     validate(config, schema="../../config/schema.yaml")
     check_config_semantics(config)
 except (WorkflowError, ValueError) as error:
     sys.exit(one_line_validation_error(error))
+# a chat model fed raw prompts runs on past its answer
+for _warning in chat_template_warnings(config):
+    print(f"warning: {_warning}", file=sys.stderr)
 
 
 def as_json(section):
-    """A config section as a JSON string: the rules pass it as a param so a changed value re-runs the rule."""
-    return json.dumps(config[section], sort_keys=True)
+    """A config section as a JSON string: the rules pass it as a param so a changed value re-runs the rule.
+
+    Given as a function of the wildcards, so that braces in the JSON (a prompt template's ``{question}``) are not
+    read as wildcards.
+    """
+    text = json.dumps(config[section], sort_keys=True)
+    return lambda wildcards: text
 
 
 def runs():
@@ -61,6 +73,22 @@ def synthetic_outputs():
     )
 
 
+def suite_outputs():
+    """The graded synthetic benchmarks of synthetic.suite (rule make_synthetic_suite)."""
+    return expand(
+        "results/data/suite/{name}.jsonl",
+        name=list((config.get("synthetic") or {}).get("suite") or {}),
+    )
+
+
+def synthetic_splits_section():
+    """The synthetic section without the suite: a changed graded set leaves the splits (and training) untouched.
+    A function of the wildcards, as as_json."""
+    section = {k: v for k, v in (config.get("synthetic") or {}).items() if k != "suite"}
+    text = json.dumps(section, sort_keys=True)
+    return lambda wildcards: text
+
+
 def uses_synthetic_data():
     return any(
         str(spec.get("path") or "").startswith("results/data/synthetic/")
@@ -84,6 +112,7 @@ def all_targets():
         "results/symbolic/verification.json",
         "results/symbolic/verification.md",
         "results/bandit/verdict.md",
+        "results/bandit/finite_g.md",
         "results/bandit/figure6.pdf",
         *[f"results/bandit/figure7_{r}_{g}.pdf" for r, g in bandit_readings()],
     ]
@@ -95,7 +124,11 @@ def all_targets():
             "results/diagnostics/verdicts.md",
         ]
     if runs() and config["benchmarks"]:
-        targets.append("results/tables/table1.md")
+        targets += ["results/tables/table1.html", "results/figures/passk.png"]
+    targets.append("results/readme/summary.md")
+    targets.append("results/forecast/benchmark.md")
+    if config["kref_sweep"].get("enabled"):
+        targets.append("results/kref_sweep/table.md")
     return targets
 
 
@@ -133,3 +166,123 @@ def train_launcher(n_gpus):
         or "config/accelerate/deepspeed_zero2.yaml"
     )
     return f"accelerate launch --config_file {accelerate_config} --num_processes {n_gpus} -m pgrpo"
+
+
+# The deep-network K_ref sweep (workflow/rules/kref_sweep.smk)
+def kref_sweep_model():
+    return config["kref_sweep"].get("model") or next(iter(config["models"]))
+
+
+def kref_sweep_model_inputs():
+    """The sweep's model as an input when the workflow builds it or it is a local path (as model_inputs)."""
+    spec = config["models"][kref_sweep_model()]
+    return [spec["path"]] if spec.get("path") else []
+
+
+def kref_sweep_runs():
+    """(learning rate as written in paths, K_ref) of every sweep run; none when the sweep is disabled."""
+    sweep = config["kref_sweep"]
+    if not sweep.get("enabled"):
+        return []
+    return [(f"{lr:g}", k) for lr in sweep["learning_rates"] for k in sweep["k_refs"]]
+
+
+def kref_run_dir(lr, k_ref):
+    return f"results/kref_sweep/runs/lr{lr}_kref{k_ref}"
+
+
+# The plan (pgrpo plan): the runtime a job asks for when its resources say runtime_min: auto
+_PLAN = {}
+
+
+def grid_plan():
+    """The plan of every job (pgrpo.stages.plan.build_plan over this config), built once."""
+    if "grid" not in _PLAN:
+        from pgrpo.stages.plan import build_plan
+
+        try:
+            _PLAN["grid"] = build_plan(config)
+        except ValueError as error:  # InputError: one line naming the key
+            sys.exit(f"pgrpo plan: {error}")
+        over = [j for j in _PLAN["grid"].jobs if j.over_limit]
+        # said before submission: these resume from their checkpoints across retries
+        if over:
+            longest = max(over, key=lambda j: j.submissions)
+            print(
+                f"warning: {len(over)} job(s) are longer than plan.partition_limit_min "
+                f"({longest.limit_min} min) and resume from their checkpoints across retries "
+                f"(longest: {longest.job}, {longest.hours:.0f} h, {longest.submissions} submissions; "
+                "see pgrpo plan)",
+                file=sys.stderr,
+            )
+    return _PLAN["grid"]
+
+
+def planned_job(job):
+    return grid_plan().job(job)
+
+
+def job_runtime(section, job):
+    """Minutes a job asks for: ``{section}.resources.runtime_min``, or with ``auto`` the plan's estimate."""
+    value = config[section]["resources"]["runtime_min"]
+    return planned_job(job).runtime_min if value == "auto" else int(value)
+
+
+def section_runtime(section):
+    """Minutes for a job of a section that the plan does not price (e.g. the K_ref sweep's runs): the section's
+    runtime_min, or with auto the longest planned job of the section's kind."""
+    value = config[section]["resources"]["runtime_min"]
+    if value != "auto":
+        return int(value)
+    kind = {"training": "train", "evaluation": "evaluate"}[section]
+    return max(j.runtime_min for j in grid_plan().jobs if j.kind == kind)
+
+
+def job_retries(section, kind):
+    """With runtime auto: enough retries for the longest job of ``kind`` to finish across submissions (each resumes
+    from its last checkpoint) plus one for a preemption; otherwise the profile's own setting (None).
+    """
+    if config[section]["resources"]["runtime_min"] != "auto":
+        return None
+    grid = grid_plan()
+    submissions = [j.submissions for j in grid.jobs if j.kind == kind]
+    return max(submissions, default=1)
+
+
+def train_job(wildcards):
+    return f"train/{wildcards.model}/G{wildcards.G}/seed{wildcards.seed}"
+
+
+def prepared_benchmark(name):
+    """The benchmark's prepared problems (rule prepare_benchmark), read by every evaluation job."""
+    return f"results/data/benchmarks/{name}.jsonl"
+
+
+def readme_inputs(wildcards):
+    """Every result file the README quotes, for the runs and benchmarks of this config."""
+    inputs = {
+        "symbolic": "results/symbolic/verification.json",
+        "calibration": "results/bandit/calibration.json",
+        "bandit_verdict": "results/bandit/verdict.md",
+        "models": [
+            spec["path"] for spec in config["models"].values() if spec.get("build_tiny")
+        ],
+        "logs": [f"{run_dir(m, G, s)}/log.csv" for m, G, s in runs()],
+    }
+    if runs():
+        inputs["fits"] = [f"results/fit/{m}/fits.json" for m in config["models"]]
+        inputs["diagnostics"] = "results/diagnostics/verdicts.json"
+        if config["benchmarks"]:
+            inputs["evals"] = evaluation_jsons()
+            inputs["table1_summary"] = "results/tables/table1_summary.csv"
+    return inputs
+
+
+def readme_flags(wildcards):
+    """The inputs as `pgrpo readme numbers` flags (--symbolic FILE, --logs FILE ...)."""
+    flags = []
+    for key, value in readme_inputs(wildcards).items():
+        values = value if isinstance(value, list) else [value]
+        if values:
+            flags.append(f"--{key.replace('_', '-')} " + " ".join(values))
+    return " ".join(flags)

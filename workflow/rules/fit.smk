@@ -107,3 +107,38 @@ rule forecast_summary:
         mem_mb=2000,
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast-summary {input} --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+rule forecast_benchmark:
+    input:
+        data=lambda wildcards: sorted(
+            str(path)
+            for path in Path(
+                config["forecast_benchmark"].get("data_dir", "benchmarks/forecast/data")
+            ).glob("*.json")
+        ),
+        logs=[f"{run_dir(model, G, seed)}/log.csv" for model, G, seed in runs()],
+    output:
+        csv="results/forecast/benchmark.csv",
+        md=report(
+            "results/forecast/benchmark.md",
+            caption="../report/forecast_benchmark.rst",
+            category="3. Forecast",
+        ),
+        png=report(
+            "results/forecast/benchmark.png",
+            caption="../report/forecast_benchmark.rst",
+            category="3. Forecast",
+        ),
+    log:
+        "logs/forecast/benchmark.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=30,
+        mem_mb=4000,
+    params:
+        section=as_json("forecast_benchmark"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo forecast-benchmark --section-json {params.section:q}"
+        " --logs {input.logs} --csv {output.csv} --md {output.md} --png {output.png} > {log} 2>&1"

@@ -20,7 +20,7 @@ rule kref_train:
     threads: config["training"]["resources"]["threads"]
     resources:
         gpu=config["training"]["resources"]["gpus"],
-        runtime=config["training"]["resources"]["runtime_min"],
+        runtime=section_runtime("training"),
         mem_mb=config["training"]["resources"]["mem_mb"],
     params:
         model=lambda wildcards: json.dumps(

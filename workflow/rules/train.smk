@@ -16,12 +16,15 @@ rule train:
     wildcard_constraints:
         G=r"\d+",
         seed=r"\d+",
+    # runtime_min auto: the plan's estimate, capped at the partition limit; a longer run resumes from its last
+    # checkpoint on each retry (pgrpo plan says how many submissions it takes)
+    retries: job_retries("training", "train")
     conda:
         "../../envs/train.yaml"
     threads: config["training"]["resources"]["threads"]
     resources:
         gpu=config["training"]["resources"]["gpus"],
-        runtime=config["training"]["resources"]["runtime_min"],
+        runtime=lambda wildcards: job_runtime("training", train_job(wildcards)),
         mem_mb=config["training"]["resources"]["mem_mb"],
     params:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),

@@ -10,6 +10,9 @@ import pandas as pd
 KNOWN_COLUMNS: tuple[str, ...] = (
     "reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "grad_norm", "importance_sampling_ratio_max",
     "eval_reward", "eval_accuracy",
+    # read by the failure modes (pgrpo.diagnose.modes) and the toolkit's rules
+    "importance_sampling_ratio_min", "importance_sampling_ratio_mean", "completions/mean_length",
+    "completions/clipped_ratio", "completions/max_length", "clip_ratio",
 )
 
 
@@ -18,6 +21,9 @@ KNOWN_COLUMNS: tuple[str, ...] = (
 COLUMN_ALIASES: dict[str, str] = {
     "sampling/importance_sampling_ratio/max": "importance_sampling_ratio_max",
     "eval_sampling/importance_sampling_ratio/max": "eval_importance_sampling_ratio_max",
+    "sampling/importance_sampling_ratio/min": "importance_sampling_ratio_min",
+    "sampling/importance_sampling_ratio/mean": "importance_sampling_ratio_mean",
+    "clip_ratio/region_mean": "clip_ratio",
     "rewards/accuracy_reward/mean": "reward",
     "eval_rewards/accuracy_reward/mean": "eval_accuracy",
 }

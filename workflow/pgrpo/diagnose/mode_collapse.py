@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pgrpo.diagnose.modes.signals import curve, reward_position
 from pgrpo.diagnose.numerics import _fmt, _pct, early_late_levels, least_squares_line
 from pgrpo.diagnose.records import (
     COLLAPSE,
@@ -100,6 +101,8 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
             frac_state = "near zero" if late < cfg.frac_zero_std_max / 2 else "moderate"
             fine.append(text)
     numbers.update({"sigma_state": sigma_state, "frac_state": frac_state})
+    if frac_state in ("high", "climbing"):
+        notes.append(_saturation_note(curves, config, numbers))
     missing_text = "; ".join(f"'{m}' missing" for m in missing)
     parts = issues + notes + fine + ([missing_text] if missing_text else [])
     if sigma_state == "drifting down" and frac_state in ("high", "climbing"):
@@ -112,6 +115,21 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
         verdict = INCONCLUSIVE
     return DiagnosticResult(MODE_COLLAPSE, curves.model, curves.G, verdict, "; ".join(parts), numbers, series,
                             missing)
+
+
+def _saturation_note(curves: RunCurves, config: DiagnosticsConfig, numbers: dict[str, Any]) -> str:
+    """Where the reward sits in its range when the collapsed-prompt fraction is high: at the top the zero-spread
+    groups are solved prompts (saturation), at the bottom dead ones (see ``modes.degeneracy``)."""
+    reward = curve(curves, "reward", config)
+    if reward is None:
+        return "reward not logged: saturation and degeneracy not told apart"
+    where = reward_position(curves, reward, config)
+    late = float(np.mean(where.position[reward.late_mask(config.late_fraction)])) if where.moved else 0.0
+    numbers["reward_position_late"] = late
+    reading = ("saturation: the reward is at the top of its range, the zero-spread groups are solved prompts"
+               if late > config.modes.degeneracy.stuck_position else
+               "the reward is in the lower part of its range: degenerate groups (stuck)")
+    return f"reward at {late:.0%} of its range [{_fmt(where.lo)}, {_fmt(where.hi)}] late: {reading} (modes.degeneracy)"
 
 
 def mode_collapse_across_G(per_G: Sequence[DiagnosticResult],

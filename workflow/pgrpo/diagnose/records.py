@@ -182,7 +182,8 @@ class DiagnosticResult:
 @dataclass
 class RunCurves:
     """One run's per-step curves: ``frame`` has ``step`` and, per quantity, its value column and optionally
-    ``<q>_sd`` (the s.d. across seeds). ``meta``: the run's ``meta.json`` (eta, mu, k_ref, ...) if known."""
+    ``<q>_sd`` (the s.d. across seeds). ``meta``: the run's ``meta.json`` (eta, mu, k_ref, max_completion_length,
+    ...) if known; ``non_finite``: per column, the steps the log recorded as NaN or infinite (``--allow-nan``)."""
 
     model: str
     G: int | None
@@ -190,6 +191,7 @@ class RunCurves:
     source: str = ""
     meta: dict[str, Any] | None = None
     column_sources: dict[str, str] = field(default_factory=dict)
+    non_finite: dict[str, list[float]] = field(default_factory=dict)  # column -> steps logged as NaN/inf
 
     def has(self, column: str) -> bool:
         return column in self.frame.columns and bool(np.isfinite(self.frame[column].to_numpy(float)).any())

@@ -1,4 +1,6 @@
-"""All four diagnostics of Figures 2-5 on one run or a grid of runs, as named records with their Markdown verdicts."""
+"""All four diagnostics of Figures 2-5 on one run or a grid of runs, as named records with their Markdown verdicts,
+and the seven failure modes built on them (``modes``, :mod:`pgrpo.diagnose.modes`) under the selected rule set
+(``diagnostics.modes.rule_set``: ours or the post-training toolkit's, :mod:`pgrpo.diagnose.rulesets`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from pgrpo.diagnose.concentration import policy_concentration
 from pgrpo.diagnose.hacking import reward_hacking
 from pgrpo.diagnose.mode_collapse import mode_collapse, mode_collapse_across_G
+from pgrpo.diagnose.modes.record import RunVerdicts
 from pgrpo.diagnose.numerics import fit_three_phase_curve
 from pgrpo.diagnose.records import (
     DIAGNOSTICS,
@@ -22,6 +25,7 @@ from pgrpo.diagnose.records import (
     RunCurves,
     _plain,
 )
+from pgrpo.diagnose.rulesets import run_rule_set
 from pgrpo.diagnose.settings import DiagnosticsConfig
 from pgrpo.diagnose.stability import stability
 
@@ -59,6 +63,7 @@ class DiagnosticsReport:
     group_sizes: dict[str, list[int]]
     config: dict[str, Any]
     inputs: dict[str, Any] = field(default_factory=dict)
+    verdicts: list[RunVerdicts] = field(default_factory=list)
 
     def of(self, diagnostic: str, model: str | None = None, G: int | None | str = "any") -> list[DiagnosticResult]:
         return [r for r in self.results if r.diagnostic == diagnostic and (model is None or r.model == model)
@@ -75,10 +80,14 @@ class DiagnosticsReport:
             "models": self.models, "group_sizes": self.group_sizes, "inputs": self.inputs, "config": self.config,
             "diagnostics": {name: [r.to_dict(with_series and name == REWARD_HACKING) for r in self.of(name)]
                             for name in DIAGNOSTICS},
+            "modes": [v.to_dict() for v in self.verdicts],
         })
 
-    def to_markdown(self, title: str = "GRPO training diagnostics (Figures 2-5)") -> str:
+    def to_markdown(self, title: str = "GRPO training diagnostics (Figures 2-5)", modes_section: str = "") -> str:
+        """One section per diagnostic; ``modes_section`` (the failure modes, rendered by the caller) goes first."""
         lines = [f"# {title}", ""]
+        if modes_section:
+            lines += [modes_section.rstrip(), ""]
         if self.inputs:
             for key, value in self.inputs.items():
                 shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
@@ -124,12 +133,16 @@ def diagnose_runs(runs: Sequence[RunCurves], config: DiagnosticsConfig | None = 
     per_run: list[DiagnosticResult] = []
     models: list[str] = []
     group_sizes: dict[str, list[int]] = {}
+    verdicts: list[RunVerdicts] = []
     for curves in tqdm(runs, desc="diagnose", leave=False, disable=None if progress_bar else True):
         if curves.model not in models:
             models.append(curves.model)
         if curves.G is not None:
             group_sizes.setdefault(curves.model, []).append(curves.G)
-        per_run += diagnose_run(curves, config, fits.get((curves.model, curves.G)))
+        run_fits = _run_fits(curves, config, fits.get((curves.model, curves.G)))
+        mine = diagnose_run(curves, config, run_fits)
+        per_run += mine
+        verdicts.append(run_rule_set(config.modes.rule_set, curves, config, mine, run_fits))
     results = []
     for name in DIAGNOSTICS:
         for model in models:
@@ -138,7 +151,7 @@ def diagnose_runs(runs: Sequence[RunCurves], config: DiagnosticsConfig | None = 
             if name == MODE_COLLAPSE:
                 results.append(mode_collapse_across_G(sorted(mine, key=lambda r: r.G or 0), config))
     return DiagnosticsReport(results, models, {m: sorted(g) for m, g in group_sizes.items()},
-                             _plain(dataclasses.asdict(config)))
+                             _plain(dataclasses.asdict(config)), verdicts=verdicts)
 
 
 @dataclass
@@ -154,6 +167,7 @@ class DiagnosisReport:
     columns_ignored: list[str]
     results: list[DiagnosticResult]
     config: dict[str, Any]
+    verdicts: RunVerdicts | None = None
 
     @property
     def not_run(self) -> dict[str, str]:
@@ -163,7 +177,12 @@ class DiagnosisReport:
         return next(r for r in self.results if r.diagnostic == diagnostic)
 
     def to_dict(self, with_series: bool = False) -> dict[str, Any]:
+        """``summary`` and ``modes`` (the failure modes, see :class:`RunVerdicts`), then the Figures 2-5 read-outs."""
+        modes = self.verdicts.to_dict() if self.verdicts else {}
         return _plain({"source": self.source, "model": self.model, "G": self.G, "n_steps": self.n_steps,
+                       "rule_set": modes.get("rule_set"), "summary": modes.get("summary"),
+                       "modes": modes.get("modes", {}), "first_step": modes.get("first_step"),
+                       "last_step": modes.get("last_step"),
                        "columns_found": self.columns_found, "columns_ignored": self.columns_ignored,
                        "not_run": self.not_run, "config": self.config,
                        "diagnostics": {r.diagnostic: r.to_dict(with_series) for r in self.results}})
@@ -181,8 +200,11 @@ class DiagnosisReport:
 
 
 def _diagnose_curves(curves: RunCurves, config: DiagnosticsConfig) -> DiagnosisReport:
-    results = diagnose_run(curves, config)
+    fits = _run_fits(curves, config, None)
+    results = diagnose_run(curves, config, fits)
+    verdicts = run_rule_set(config.modes.rule_set, curves, config, results, fits)
     ignored = [c for c in curves.frame.columns if c != "step" and c not in curves.column_sources
                and not c.endswith("_sd")]
     return DiagnosisReport(curves.source, curves.model, curves.G, int(curves.frame["step"].nunique()),
-                           dict(curves.column_sources), ignored, results, _plain(dataclasses.asdict(config)))
+                           dict(curves.column_sources), ignored, results, _plain(dataclasses.asdict(config)),
+                           verdicts)

@@ -1,5 +1,6 @@
-"""The ``diagnostics:`` config section: thresholds of the four diagnostics of Figures 2-5, validated with one-line
-errors naming the key.
+"""The ``diagnostics:`` config section: thresholds of the four diagnostics of Figures 2-5 and of the seven failure
+modes (``diagnostics.modes``, :mod:`pgrpo.diagnose.modes`) with the post-training toolkit's rules
+(``diagnostics.toolkit``, :mod:`pgrpo.diagnose.toolkit`), validated with one-line errors naming the key.
 """
 
 from __future__ import annotations
@@ -55,6 +56,80 @@ class StabilityConfig:
 
 
 @dataclass(frozen=True)
+class DegeneracyConfig:
+    frac_high: float = 0.5  # zero-spread fraction at or above this at a step: its groups carry little signal
+    stuck_position: float = 0.5  # ... and the reward in the lower part of its range (<= this): stuck, not solved
+
+
+@dataclass(frozen=True)
+class ConcentrationModeConfig:
+    collapse_drop: float = 0.5  # late entropy <= (1 - this) x early: entropy collapse
+    explosion_factor: float = 2.0  # late entropy >= this x early: entropy explosion
+    saturation_fraction: float = 0.9  # a collapse after the reward reached this share of its rise is benign
+
+
+@dataclass(frozen=True)
+class NoLearningConfig:
+    rise_over_noise: float = 3.0  # net rise (and peak rise) within this many standard errors: not learning
+
+
+@dataclass(frozen=True)
+class RegressionConfig:
+    drop_over_noise: float = 3.0  # fall from the peak beyond this many standard errors (plus the max-of-k bias)
+    min_drop_fraction: float = 0.3  # ... and at least this share of what the run had gained by its peak
+
+
+@dataclass(frozen=True)
+class TruncationConfig:
+    clipped_ratio_max: float = 0.5  # completions/clipped_ratio at or above this: most completions cut at the cap
+    length_at_cap: float = 0.9  # mean completion length at or above this share of the cap: at the cap
+    pinned_cv: float = 0.01  # without a cap: mean length this flat (s.d./mean) at its run maximum is pinned
+    max_completion_length: int | None = None  # the run's cap (meta.json max_completion_length wins)
+
+
+@dataclass(frozen=True)
+class InstabilityConfig:
+    kl_spike_factor: float = 10.0  # KL spike: KL > this x median of the previous values ...
+    kl_spike_min: float = 0.1  # ... and at least this many nats above it
+    crash_over_noise: float = 3.0  # reward crash: the reward after a spike this many s.e. below the reward before
+    is_ratio_low: float = 0.5  # late median IS-ratio mean (or min) at or below this: the low side diverging
+    vanishing_fraction: float = 0.9  # grad_norm 0 on this share of the late steps with zero-spread groups
+
+
+@dataclass(frozen=True)
+class ModesConfig:
+    rule_set: str = "ours"  # "ours" or "toolkit": which rule set fills the modes (pgrpo diagnose --rules)
+    smoothing_fraction: float = 0.1  # moving-average window of the mode read-outs, share of the logged points
+    min_points: int = 8  # fewest logged values a mode needs (fewer: could not run)
+    persistence: float = 0.6  # a failure began at the first step from which this share of the later points shows it
+    reward_range: tuple[float, ...] | None = None  # [lo, hi] of the reward if known; else the run's own range
+    degeneracy: DegeneracyConfig = field(default_factory=DegeneracyConfig)
+    concentration: ConcentrationModeConfig = field(default_factory=ConcentrationModeConfig)
+    no_learning: NoLearningConfig = field(default_factory=NoLearningConfig)
+    regression: RegressionConfig = field(default_factory=RegressionConfig)
+    truncation: TruncationConfig = field(default_factory=TruncationConfig)
+    instability: InstabilityConfig = field(default_factory=InstabilityConfig)
+
+
+@dataclass(frozen=True)
+class ToolkitConfig:
+    """The GRPO rules of microsoft/post-training-toolkit (``diagnostics/heuristics.py``), windows in logged rows."""
+
+    reward_std_min: float = 0.01  # group reward std: mean of the last reward_std_window rows below this
+    reward_std_window: int = 20
+    entropy_drop: float = 0.5  # entropy: last-window mean below (1 - this) x first-window mean ...
+    entropy_floor: float = 0.1  # ... or below this floor
+    entropy_window: int = 30
+    kl_cap: float = 0.3  # KL above this at any step
+    length_drift: float = 0.3  # |last-window mean / first-window mean - 1| of the completion length above this
+    length_window: int = 30
+    clip_ratio_max: float = 0.25  # mean clip ratio of the last clip_window rows above this
+    clip_window: int = 20
+    grad_factor: float = 10.0  # last grad_norm above this x the mean of the first min(grad_window, n/3) rows
+    grad_window: int = 50
+
+
+@dataclass(frozen=True)
 class DiagnosticsConfig:
     early_fraction: float = 0.2
     late_fraction: float = 0.2
@@ -64,6 +139,11 @@ class DiagnosticsConfig:
     mode_collapse: ModeCollapseConfig = field(default_factory=ModeCollapseConfig)
     policy_concentration: PolicyConcentrationConfig = field(default_factory=PolicyConcentrationConfig)
     stability: StabilityConfig = field(default_factory=StabilityConfig)
+    modes: ModesConfig = field(default_factory=ModesConfig)
+    toolkit: ToolkitConfig = field(default_factory=ToolkitConfig)
+
+
+RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 
 
 def default_config_dict() -> dict[str, Any]:
@@ -71,13 +151,36 @@ def default_config_dict() -> dict[str, Any]:
     return _plain(dataclasses.asdict(DiagnosticsConfig()))
 
 
+def _check_special(key: str, value: Any) -> Any:
+    """The keys whose default is None or text: K, max_completion_length, reward_range, rule_set."""
+    name = key.split(".")[-1]
+    if name == "rule_set":
+        if value not in RULE_SETS:
+            raise InputError(f"diagnostics.{key} must be one of {', '.join(RULE_SETS)}, got {value!r}")
+        return value
+    if value is None:
+        return None
+    if name == "max_completion_length":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"diagnostics.{key} must be an integer >= 1 or null, got {value!r}")
+        return value
+    if name == "reward_range":
+        ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+        if not ok or not value[0] < value[1]:
+            raise InputError(f"diagnostics.{key} must be [lo, hi] with lo < hi or null, got {value!r}")
+        return (float(value[0]), float(value[1]))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+        raise InputError(f"diagnostics.{key} must be a positive number or null, got {value!r}")
+    return float(value)
+
+
+_SPECIAL = ("K", "max_completion_length", "reward_range", "rule_set")
+
+
 def _check_value(key: str, default: Any, value: Any) -> Any:
-    if key.endswith(".K"):
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
-            raise InputError(f"diagnostics.{key} must be a positive number or null, got {value!r}")
-        return float(value)
+    if key.split(".")[-1] in _SPECIAL:
+        return _check_special(key, value)
     if isinstance(default, tuple):
         if not isinstance(value, (list, tuple)) or (key.endswith("interior") and len(value) != 2):
             raise InputError(f"diagnostics.{key} must be a list like {list(default)}, got {value!r}")
@@ -96,7 +199,9 @@ def _check_value(key: str, default: Any, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InputError(f"diagnostics.{key} must be a positive number, got {value!r}")
     fractions = ("early_fraction", "late_fraction", "window_fraction", "saturation_fraction", "entropy_drop_min",
-                 "frac_zero_std_max", "interior[]")
+                 "frac_zero_std_max", "interior[]", "frac_high", "stuck_position", "persistence", "collapse_drop",
+                 "smoothing_fraction", "min_drop_fraction", "clipped_ratio_max", "length_at_cap", "vanishing_fraction",
+                 "entropy_drop", "clip_ratio_max", "is_ratio_low")
     if key.split(".")[-1] in fractions and not value <= 1:
         raise InputError(f"diagnostics.{key} must be in (0, 1], got {value!r}")
     return float(value)

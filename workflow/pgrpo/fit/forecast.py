@@ -1,5 +1,7 @@
-"""Forecasts of a run from its first steps (beyond the paper): the law fitted to the early window, extrapolated,
-with a parameter band drawn from the fit's covariance.
+"""Forecasts of a run from its first steps (beyond the paper): :func:`forecast_run` cuts a log at a fraction of its
+steps and forecasts the rest with the forecaster of :mod:`pgrpo.fit.forecaster` (the laws of Section 3.5, Eq. 14-16,
+averaged by Akaike weights, with calibrated intervals for the logged value); :func:`forecast_curve` is the single
+law (Eq. 16 by default) fitted to the early window and extrapolated, with a parameter band from its covariance.
 """
 
 from __future__ import annotations
@@ -11,6 +13,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pgrpo.errors import InputError
+from pgrpo.fit.baselines import baseline_forecast
+from pgrpo.fit.forecaster import (
+    ForecasterSettings,
+    RunContext,
+    backtest_on_seen,
+    forecast_early_window,
+    plateau_and_t90,
+)
+from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, coverage, rmse
 from pgrpo.fit.laws import LAWS, OVERDAMPED, THREE_PHASE, Law
 from pgrpo.fit.least_squares import FitResult, _finite_or_none, _prepare, fit_law, r_squared
 
@@ -144,3 +155,120 @@ def forecast_band(fit: FitResult, t: np.ndarray, level: float = 0.9, draws: int 
 def _zeta_ok(law: Law, params: Mapping[str, float]) -> bool:
     z = params["zeta"]
     return z >= 1 if law.name == OVERDAMPED else 0 < z <= 1
+
+
+@dataclass
+class RunForecast:
+    """The forecaster's forecast of one log from its first ``fraction`` of steps.
+
+    ``forecast``: at every step after the cut (the logged ones, then the rest up to ``total_steps`` at the log's
+    spacing), ``step, mean, lo80, hi80, lo95, hi95`` (intervals for the logged value, noise included); ``plateau``
+    (the mean over the run's last 10% of steps) and ``t90`` (first step with 90% of the change from the run's start
+    to that plateau), each with ``mean, lo80, hi80``; ``mixture``: law -> Akaike weight with ``params`` and
+    ``notes``; ``seen``: how it scored against persistence on the part of the log it has seen (fitted on the first
+    half of the window, scored on the second); ``held_out``: the same scores on the logged points after the cut.
+    """
+
+    column: str
+    fraction: float
+    total_steps: float
+    cutoff_step: float
+    n_early: int
+    n_held_out: int
+    success: bool
+    message: str
+    forecast: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    plateau: dict[str, float] = dataclasses.field(default_factory=dict)
+    t90: dict[str, float] = dataclasses.field(default_factory=dict)
+    mixture: dict[str, float] = dataclasses.field(default_factory=dict)
+    params: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    seen: dict[str, float] = dataclasses.field(default_factory=dict)
+    held_out: dict[str, float] = dataclasses.field(default_factory=dict)
+    plateau_observed: float = float("nan")
+
+    @property
+    def law(self) -> str:
+        """The mixture in words: ``three_phase 0.61 + exponential 0.30 + ...``."""
+        return " + ".join(f"{law} {w:.2f}" for law, w in sorted(self.mixture.items(), key=lambda kv: -kv[1])
+                          if w >= 0.005) or "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["law"] = self.law
+        return _finite_or_none(data)
+
+
+def forecast_steps(t: np.ndarray, cutoff: float, total: float) -> np.ndarray:
+    """The logged steps after ``cutoff``, then on to ``total`` at the log's median spacing."""
+    after = t[t > cutoff]
+    last = float(t[-1]) if t.size else cutoff
+    if total > last and t.size > 1:
+        spacing = float(np.median(np.diff(t))) or 1.0
+        after = np.concatenate([after, np.arange(last + spacing, total + 0.5 * spacing, spacing)])
+    return after
+
+
+def forecast_run(
+    t: Sequence[float],
+    y: Sequence[float],
+    fraction: float = 0.25,
+    total_steps: float | None = None,
+    context: RunContext | None = None,
+    settings: ForecasterSettings = ForecasterSettings(),
+    column: str = "reward",
+) -> RunForecast:
+    """Cut the log at ``fraction * total_steps`` (default: its last step), forecast the rest with the forecaster,
+    and score it on the points the log has after the cut (if any) and on the part it has seen."""
+    if not 0 < fraction <= 1:
+        raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
+    t_arr, y_arr, _ = _prepare(t, y)
+    total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
+    cutoff = fraction * total
+    early = t_arr <= cutoff
+    held = ~early
+    steps = forecast_steps(t_arr, cutoff, total)
+    result = RunForecast(column=column, fraction=fraction, total_steps=total, cutoff_step=cutoff,
+                         n_early=int(early.sum()), n_held_out=int(held.sum()), success=False, message="")
+    if early.sum() < 3:
+        result.message = f"no forecast: {int(early.sum())} point(s) up to step {cutoff:.0f}, need at least 3"
+        return result
+    if steps.size == 0:
+        result.message = f"nothing to forecast: the run ends at step {total:.0f}, the cut is at {cutoff:.0f}"
+        return result
+    t_e, y_e = t_arr[early], y_arr[early]
+    prediction = forecast_early_window(t_e, y_e, steps, context, settings)
+    if not prediction.success:
+        result.message = prediction.message
+        return result
+    n_total = int(early.sum()) + int(steps.size)
+    n_start = max(1, int(round(PLATEAU_SHARE * n_total)))
+    start = float(np.mean(y_e[:n_start]))
+    summary = plateau_and_t90(prediction, t_e, y_e, n_total, start)
+    result.success = True
+    result.forecast = {"step": steps.tolist(), "mean": prediction.mean.tolist(),
+                       **{key: prediction.intervals[key].tolist() for key in
+                          [f"{side}{round(level * 100)}" for level in LEVELS for side in ("lo", "hi")]}}
+    result.plateau, result.t90 = summary["plateau"], summary["t90"]
+    details = prediction.details or {}
+    result.mixture = details.get("weights", {})
+    result.params = details.get("params", {})
+    result.notes = list(details.get("notes", []))
+    result.seen = backtest_on_seen(t_e, y_e, context, settings)
+    if held.any():
+        logged = np.isin(steps, t_arr[held])
+        observed = y_arr[held]
+        naive = baseline_forecast("persistence", t_e, y_e, steps[logged], draws=10)
+        ours, theirs = rmse(observed, prediction.mean[logged]), rmse(observed, naive.mean)
+        result.held_out = {
+            "rmse": ours, "persistence_rmse": theirs, "ratio": ours / theirs if theirs > 0 else float("nan"),
+            "coverage80": coverage(observed, prediction.intervals["lo80"][logged],
+                                   prediction.intervals["hi80"][logged]),
+            "coverage95": coverage(observed, prediction.intervals["lo95"][logged],
+                                   prediction.intervals["hi95"][logged]),
+        }
+        tail = max(1, int(round(PLATEAU_SHARE * t_arr.size)))
+        result.plateau_observed = float(np.mean(y_arr[-tail:]))
+    result.message = (f"forecaster ({result.law}) fitted on {int(early.sum())} points up to step {cutoff:.0f} "
+                      f"({fraction:.0%} of {total:.0f})")
+    return result

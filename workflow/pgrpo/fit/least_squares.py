@@ -282,6 +282,16 @@ def _data_problem(law: Law, t: np.ndarray, y: np.ndarray, n_dropped: int, requir
     return None
 
 
+def resolvable_rate(t: np.ndarray) -> float:
+    """The fastest rate (rad or 1 per step) points at ``t`` resolve: ``pi / (2 Delta)`` for the median spacing
+    ``Delta`` of the distinct times (at least four points per period; Nyquist is ``pi / Delta``)."""
+    distinct = np.unique(np.asarray(t, float))
+    if distinct.size < 2:
+        return float("inf")
+    spacing = float(np.median(np.diff(distinct)))
+    return math.pi / (2.0 * spacing) if spacing > 0 else float("inf")
+
+
 def fit_law(
     t: Sequence[float],
     y: Sequence[float],
@@ -290,12 +300,18 @@ def fit_law(
     require_increase: bool = True,
     max_nfev: int = 2000,
     n_polish: int = 3,
+    reward_range: tuple[float, float] | None = None,
+    max_rate: float | str | None = "auto",
 ) -> FitResult:
     """Fit one law to the points ``(t, y)`` (non-finite pairs are dropped and counted in ``n_dropped``).
 
     ``require_increase``: treat a curve whose last quarter lies below its first quarter, or a fitted
     ``R_inf < R0``, as "no fit" (the laws describe a rise). ``max_nfev``: evaluation budget per local fit;
-    ``n_polish``: how many of the best grid points are refined.
+    ``n_polish``: how many of the best grid points are refined. What the data can show bounds the fit:
+    ``reward_range``: ``R0`` and ``R_inf`` stay inside the reward's range; ``max_rate``: no rate (``omega_n``,
+    ``lambda``, the slow pole) above it, so no oscillation or rise faster than the logging interval resolves
+    (``"auto"``: :func:`resolvable_rate` of ``t``; None: no bound). A time scale longer than the data's span is
+    said in the message.
     """
     spec = get_law(law)
     t_arr, y_arr, n_dropped = _prepare(t, y)
@@ -308,6 +324,7 @@ def fit_law(
     t_scale = float(np.max(np.abs(t_arr))) or 1.0
     y_mean, y_scale = float(np.mean(y_arr)), float(np.std(y_arr))
     ts, ys = t_arr / t_scale, (y_arr - y_mean) / y_scale
+    rate_cap = resolvable_rate(t_arr) if max_rate == "auto" else max_rate
 
     # variable projection on a grid of shape parameters: the amplitudes are linear
     candidates: list[tuple[float, np.ndarray]] = []
@@ -325,16 +342,23 @@ def fit_law(
 
     lower = [-np.inf, -np.inf] + [b[0] for b in spec.internal_bounds]
     upper = [np.inf, np.inf] + [b[1] for b in spec.internal_bounds]
+    if reward_range is not None:
+        lo, hi = (float(v) for v in reward_range)
+        lower[0] = lower[1] = (lo - y_mean) / y_scale
+        upper[0] = upper[1] = (hi - y_mean) / y_scale
+    if rate_cap is not None and math.isfinite(rate_cap) and rate_cap > 0:
+        upper[2] = max(min(upper[2], math.log(rate_cap * t_scale)), lower[2] + 1e-6)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     last_error = "no start point"
     tried: list[np.ndarray] = []
     for _, start in candidates:
         if len(tried) >= n_polish:
             break
+        start = np.clip(start, np.array(lower) + 1e-9, np.array(upper) - 1e-9)
         if any(np.allclose(start[2:], other[2:], atol=0.3) for other in tried):
             continue  # keep the starts distinct
         tried.append(start)
-        p0 = np.clip(start, np.array(lower) + 1e-9, np.array(upper) - 1e-9)
+        p0 = start
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizeWarning)
@@ -366,9 +390,16 @@ def fit_law(
         stderr = {name: float("nan") for name in spec.param_names}
         covariance = None
         notes.append("parameter covariance could not be estimated (parameters not identifiable from these points)")
-    for (lo, hi), value, name in zip(spec.internal_bounds, theta[2:], _internal_names(spec)):
+    for lo, hi, value, name in zip(lower[2:], upper[2:], theta[2:], _internal_names(spec)):
         if abs(value - lo) < 1e-6 * max(1.0, abs(lo)) or abs(value - hi) < 1e-6 * max(1.0, abs(hi)):
-            notes.append(f"{name} at its bound ({_bound_meaning(spec, name, value, lo, hi)}); its s.e. is unreliable")
+            meaning = _bound_meaning(spec, name, value, lo, hi)
+            if name in ("omega_n", "lambda", "slow pole") and abs(value - hi) <= abs(value - lo) and rate_cap:
+                meaning = f"the fastest rate the logging interval resolves, {rate_cap:.3g} per step"
+            notes.append(f"{name} at its bound ({meaning}); its s.e. is unreliable")
+    if reward_range is not None:
+        for index, name in ((0, "R0"), (1, "R_inf")):
+            if min(abs(theta[index] - lower[index]), abs(theta[index] - upper[index])) < 1e-6:
+                notes.append(f"{name} at the reward's range bound {list(reward_range)}")
 
     y_hat = spec.curve(t_arr, params)
     rss = float(np.sum((y_arr - y_hat) ** 2))
@@ -380,6 +411,10 @@ def fit_law(
             n, n_dropped,
         )
         return failed
+    slowest = spec.slowest_rate(params)
+    if slowest > 0 and 1.0 / slowest > float(t_arr[-1] - min(t_arr[0], 0.0)):
+        notes.append(f"time scale 1/rate = {1.0 / slowest:.3g} steps is longer than the data's span "
+                     f"({float(t_arr[-1]):.3g} steps): the plateau is an extrapolation")
     message = f"fitted on {n} points" + (f" ({n_dropped} non-finite dropped)" if n_dropped else "")
     if notes:
         message += "; " + "; ".join(notes)

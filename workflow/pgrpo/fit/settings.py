@@ -1,5 +1,6 @@
 """The ``fitting:`` config section (Section 4.4): which laws and columns, smoothing, the forecast fraction; and the
-fit of one column of a seed-averaged curve.
+fit of one column of a seed-averaged curve (Eq. 14-16 and rivals), its plateau bounded to the range the column's
+values imply.
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ def smooth(y: np.ndarray, window: int | None) -> np.ndarray:
     return pd.Series(y).rolling(window, center=True, min_periods=1).mean().to_numpy()
 
 
+def implied_range(values: np.ndarray) -> tuple[float, float] | None:
+    """The range a column's plateau must stay in: [0, 1] when every value is in it (a binary reward's mean, an
+    accuracy), else none."""
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if values.size and values.min() >= 0.0 and values.max() <= 1.0:
+        return (0.0, 1.0)
+    return None
+
+
 def fit_column(
     steps: np.ndarray, values: np.ndarray, config: FittingConfig, column: str
 ) -> dict[str, Any]:
@@ -91,6 +102,6 @@ def fit_column(
             fit.message = f"no fit: no {column} data" + (" (no eval data)" if column.startswith("eval") else "")
         return {"fits": fits, "comparison": compare_laws(fits), "n_points": 0, "r2_seed_mean": {}}
     y = smooth(raw, config.smoothing)
-    fits = fit_all_laws(t, y, config.laws)
+    fits = fit_all_laws(t, y, config.laws, reward_range=implied_range(raw))
     r2_raw = {law: (r_squared(raw, fit.predict(t)) if fit.success else float("nan")) for law, fit in fits.items()}
     return {"fits": fits, "comparison": compare_laws(fits), "n_points": int(t.size), "r2_seed_mean": r2_raw}

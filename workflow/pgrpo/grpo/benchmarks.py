@@ -13,8 +13,10 @@ An evaluation is keyed by (model, variant, benchmark); ``variant`` is ``base`` (
   ``number``/``latex`` = the field as is, ``boxed`` = the last ``\boxed{...}`` of the solution, ``metamath`` = the
   text after ``The answer is:``. Problems without an extractable gold answer are never scored (they are counted as
   excluded); with ``exclude_proofs`` also proof questions ("prove", "show that", ...) and proof-style golds
-  (``\blacksquare``) are skipped (:func:`screen_problem`). A deterministic shuffle (``seed``) picks the first
-  ``max_examples`` verifiable problems, so every variant of a model sees the same problems.
+  (``\blacksquare``) are skipped (:func:`screen_problem`). Of the verifiable problems the ``max_examples`` with
+  the smallest seeded hash of their row number are kept (:func:`select_rows`, one pass, so a large split can be
+  streamed), so every variant of a model sees the same problems. The workflow does this once per benchmark (rule
+  ``prepare_benchmark``, :mod:`pgrpo.stages.prepare`) and every evaluation job reads the prepared file.
 - ``num_samples`` = n completions per problem at ``temperature`` (default 0.8, the training temperature of
   Table 2: the policy is scored under the distribution it was trained to sample; the same temperature for base
   and trained variants keeps Section 4.3's pass@1-vs-pass@5 argument meaningful) and ``top_p``; correctness is
@@ -30,14 +32,15 @@ An evaluation is keyed by (model, variant, benchmark); ``variant`` is ``base`` (
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import math
-import random
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-from pgrpo.errors import InputError
+from pgrpo.errors import InputError, one_line
 from pgrpo.grpo.rewards import gold_answer, last_boxed
 
 ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "integer", "latex", "boxed", "metamath")
@@ -60,6 +63,10 @@ BENCHMARK_DEFAULTS: dict[str, Any] = {
     "answer_format": None,
     "max_examples": None,
     "exclude_proofs": False,
+    "prompt_template": None,  # null: evaluation.prompt_template; must contain {question}
+    "chat_template": None,  # null: evaluation.chat_template; true | false | auto
+    "streaming": False,  # read the split as a stream (large hub splits: only its files are fetched)
+    "num_rows": None,  # rows of the split, for `pgrpo plan` when the data is not local
 }
 
 
@@ -147,15 +154,17 @@ def resolve_benchmark(name: str, spec: Any) -> dict:
         raise InputError(f"{where}.max_examples must be a positive integer or null, got {m!r}")
     if not isinstance(merged["exclude_proofs"], bool):
         raise InputError(f"{where}.exclude_proofs must be true or false, got {merged['exclude_proofs']!r}")
+    if not isinstance(merged["streaming"], bool):
+        raise InputError(f"{where}.streaming must be true or false, got {merged['streaming']!r}")
+    template = merged["prompt_template"]
+    if template is not None and (not isinstance(template, str) or "{question}" not in template):
+        raise InputError(f"{where}.prompt_template must contain '{{question}}', got {template!r}")
+    if merged["chat_template"] not in (True, False, "auto", None):
+        raise InputError(f"{where}.chat_template must be true, false or auto, got {merged['chat_template']!r}")
+    n = merged["num_rows"]
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InputError(f"{where}.num_rows must be a positive integer or null, got {n!r}")
     return merged
-
-
-def _load_table(name: str, spec: dict):
-    """The benchmark's rows as a ``datasets.Dataset`` and a description of the source; errors name
-    ``benchmarks.<name>.*``."""
-    from pgrpo.grpo.data import load_table
-
-    return load_table(spec, f"benchmarks.{name}", default_split="test")
 
 
 @dataclass(frozen=True)
@@ -175,47 +184,96 @@ class BenchmarkProblems:
         return sum(self.excluded.values())
 
 
-def select_problems(questions: Sequence[Any], answers: Sequence[Any], answer_format: str, exclude_proofs: bool,
-                    max_examples: int | None, seed: int) -> tuple[list[int], list[str], dict[str, int]]:
-    """The rows to score: (indices in source order, their golds, exclusion counts by reason).
+def sample_key(seed: int, index: int) -> int:
+    """A row's place in the seeded sampling order: 8 bytes of blake2b(``"seed:index"``). It depends on nothing but
+    the seed and the row number, so a table read whole and the same table streamed give the same sample."""
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest(), "big")
 
-    Rows are visited in a ``seed``-shuffled order (source order without ``max_examples``) and the first
-    ``max_examples`` scorable ones are kept; the exclusion counts cover the rows visited.
+
+def select_rows(rows: Iterable[tuple[int, Any, Any]], answer_format: str, exclude_proofs: bool,
+                max_examples: int | None, seed: int) -> tuple[list[tuple[int, str, str]], dict[str, int], int]:
+    """One pass over ``(index, question, answer)`` rows: ``(kept, excluded, n_rows)``.
+
+    Every row is screened (:func:`screen_problem`); of the scorable ones the ``max_examples`` with the smallest
+    :func:`sample_key` are kept (all of them without ``max_examples``): a uniform sample without replacement, drawn
+    in one pass with memory for ``max_examples`` rows, so a split of millions of rows can be streamed. ``kept`` holds
+    ``(index, question, gold)`` in source order; ``excluded`` counts the skipped rows by reason.
     """
-    order = list(range(len(questions)))
-    if max_examples is not None and max_examples < len(order):
-        random.Random(seed).shuffle(order)
-    kept: list[tuple[int, str]] = []
+    heap: list[tuple[int, int, str, str]] = []  # (-key, index, question, gold): the max_examples smallest keys
+    kept_all: list[tuple[int, str, str]] = []
     excluded: dict[str, int] = {}
-    for i in order:
-        if max_examples is not None and len(kept) >= max_examples:
-            break
-        gold, reason = screen_problem(questions[i], answers[i], answer_format, exclude_proofs)
+    n_rows = 0
+    for index, question, answer in rows:
+        n_rows += 1
+        gold, reason = screen_problem(question, answer, answer_format, exclude_proofs)
         if reason is not None:
             excluded[reason] = excluded.get(reason, 0) + 1
+        elif max_examples is None:
+            kept_all.append((index, str(question), gold))
         else:
-            kept.append((i, gold))
-    kept.sort()
-    return [i for i, _ in kept], [g for _, g in kept], excluded
+            item = (-sample_key(seed, index), index, str(question), gold)
+            if len(heap) < max_examples:
+                heapq.heappush(heap, item)
+            elif item[0] > heap[0][0]:
+                heapq.heapreplace(heap, item)
+    kept = kept_all if max_examples is None else sorted((i, q, g) for _, i, q, g in heap)
+    return kept, excluded, n_rows
+
+
+def select_problems(questions: Sequence[Any], answers: Sequence[Any], answer_format: str, exclude_proofs: bool,
+                    max_examples: int | None, seed: int) -> tuple[list[int], list[str], dict[str, int]]:
+    """The rows to score: (indices in source order, their golds, exclusion counts by reason); see
+    :func:`select_rows`."""
+    kept, excluded, _ = select_rows(zip(range(len(questions)), questions, answers), answer_format, exclude_proofs,
+                                    max_examples, seed)
+    return [i for i, _, _ in kept], [g for _, _, g in kept], excluded
+
+
+def benchmark_rows(name: str, spec: dict) -> tuple[Iterator[tuple[int, Any, Any]], str]:
+    """The ``(index, question, answer)`` rows of a resolved benchmark spec, streamed when ``streaming`` is set, and
+    a description of the source; a missing column or an unreadable source raises InputError naming the key."""
+    from pgrpo.grpo.data import load_table
+
+    where = f"benchmarks.{name}"
+    raw, source = load_table(spec, where, default_split="test", streaming=bool(spec.get("streaming")))
+    fields = {"question_field": spec["question_field"], "answer_field": spec["answer_field"]}
+    columns = getattr(raw, "column_names", None)
+    if columns is not None:
+        for key, column in fields.items():
+            if column not in columns:
+                raise InputError(f"{where}.{key}: column {column!r} not in {source} (available: {', '.join(columns)})")
+        raw = raw.select_columns(list(dict.fromkeys(fields.values())))
+
+    def rows() -> Iterator[tuple[int, Any, Any]]:
+        iterator = iter(raw)
+        index = 0
+        while True:
+            try:
+                row = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001 - a stream that breaks off, a bad shard
+                key = "path" if spec.get("path") else "id"
+                raise InputError(f"{where}.{key}: reading {source} failed at row {index}: {one_line(exc)}") from None
+            for key, column in fields.items():
+                if column not in row:
+                    raise InputError(f"{where}.{key}: column {column!r} not in {source} "
+                                     f"(available: {', '.join(row)})")
+            yield index, row[fields["question_field"]], row[fields["answer_field"]]
+            index += 1
+
+    return rows(), source
 
 
 def load_benchmark(name: str, spec: dict, seed: int = 0) -> BenchmarkProblems:
-    """Load, screen and subsample one benchmark (see :func:`select_problems`); InputError names the key/column/file."""
+    """Load, screen and subsample one benchmark (see :func:`select_rows`); InputError names the key/column/file."""
     spec = resolve_benchmark(name, spec)
-    raw, source = _load_table(name, spec)
-    columns = list(raw.column_names)
-    for key in ("question_field", "answer_field"):
-        if spec[key] not in columns:
-            raise InputError(
-                f"benchmarks.{name}.{key}: column {spec[key]!r} not in {source} (available: {', '.join(columns)})"
-            )
-    if len(raw) == 0:
+    rows, source = benchmark_rows(name, spec)
+    kept, excluded, n_rows = select_rows(rows, spec["answer_format"], spec["exclude_proofs"], spec["max_examples"],
+                                         seed)
+    if n_rows == 0:
         raise InputError(f"benchmarks.{name}: {source} has no rows")
-    questions = raw[spec["question_field"]]
-    answers = raw[spec["answer_field"]]
-    indices, golds, excluded = select_problems(questions, answers, spec["answer_format"], spec["exclude_proofs"],
-                                               spec["max_examples"], seed)
-    if not indices:
+    if not kept:
         raise InputError(
             f"benchmarks.{name}.answer_format: no row of {source} has a gold answer in the "
             f"{spec['answer_format']!r} format in column {spec['answer_field']!r} (excluded: {excluded})"
@@ -224,6 +282,6 @@ def load_benchmark(name: str, spec: dict, seed: int = 0) -> BenchmarkProblems:
         print(f"evaluate: benchmarks.{name}: skipped {excluded['no_gold']} row(s) without a "
               f"{spec['answer_format']!r} gold answer", file=sys.stderr)
     return BenchmarkProblems(
-        name=name, source=source, questions=tuple(str(questions[i]) for i in indices), golds=tuple(golds),
-        indices=tuple(indices), n_source=len(raw), excluded=excluded,
+        name=name, source=source, questions=tuple(q for _, q, _ in kept), golds=tuple(g for _, _, g in kept),
+        indices=tuple(i for i, _, _ in kept), n_source=n_rows, excluded=excluded,
     )

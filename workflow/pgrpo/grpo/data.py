@@ -66,26 +66,20 @@ LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv
 
 
 def _use_chat_template(spec: dict, role: str, tokenizer: Any) -> bool:
-    setting = spec.get("chat_template", False)
-    if setting in (False, None, "false"):
-        return False
-    has_template = bool(getattr(tokenizer, "chat_template", None))
-    if setting == "auto":
-        return has_template
-    if setting in (True, "true"):
-        if not has_template:
-            raise InputError(
-                f"data.{role}.chat_template is true but the model's tokenizer has no chat template "
-                "(set it to false or auto)"
-            )
-        return True
-    raise InputError(f"data.{role}.chat_template must be true, false or auto, got {setting!r}")
+    from pgrpo.grpo.chat import use_chat_template
+
+    return use_chat_template(spec.get("chat_template", False), tokenizer, f"data.{role}")
 
 
-def load_table(spec: dict, where: str, default_split: str = "train"):
+def load_table(spec: dict, where: str, default_split: str = "train", streaming: bool = False):
     """The source table of a dataset spec as a ``datasets.Dataset`` and a description of its source (path
     overrides id), or an InputError in one line whose config key starts with ``where`` (``data.train``,
-    ``benchmarks.math-500``)."""
+    ``benchmarks.math-500``).
+
+    ``streaming``: a ``datasets.IterableDataset`` instead, which reads only the requested split's files as it is
+    iterated (``load_dataset(..., split=...)`` without it downloads and prepares every split of a hub dataset:
+    OpenMathInstruct-2's 22M rows to sample 2,000 of ``train_1M``). A saved dataset directory is read as is.
+    """
     import datasets
 
     path, hub_id = spec.get("path"), spec.get("id")
@@ -110,7 +104,7 @@ def load_table(spec: dict, where: str, default_split: str = "train"):
                     f"{where}.path: unsupported file type {p.suffix!r} in {path} "
                     f"(use {', '.join(LOCAL_FORMATS)} or a saved dataset directory)"
                 )
-            return datasets.load_dataset(fmt, data_files=str(p), split="train"), str(p)
+            return datasets.load_dataset(fmt, data_files=str(p), split="train", streaming=streaming), str(p)
         except InputError:
             raise
         except Exception as exc:  # unreadable / malformed file
@@ -119,7 +113,7 @@ def load_table(spec: dict, where: str, default_split: str = "train"):
         raise InputError(f"{where}: set either 'path' (a local file) or 'id' (a Hugging Face dataset)")
     config = spec.get("config")
     try:
-        loaded = datasets.load_dataset(hub_id, config, split=split)
+        loaded = datasets.load_dataset(hub_id, config, split=split, streaming=streaming)
     except Exception as exc:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         hint = " (HF_HUB_OFFLINE is set and it is not cached)" if offline else ""

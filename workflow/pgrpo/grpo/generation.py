@@ -1,5 +1,10 @@
 """Generation backends for evaluation (Section 4.3): batched ``model.generate`` (transformers) and vLLM, the
 evaluation settings, prompt tokenisation with or without a chat template.
+
+Both backends stop at the same ids (:func:`pgrpo.grpo.chat.stop_token_ids`: the model's eos and, for chat-rendered
+prompts, the template's end-of-turn token) and are seeded: ``model.generate`` from one torch seed, vLLM with a seed
+per request (:func:`request_seed`, from the evaluation seed and the problem's row number), so a problem's samples do
+not depend on how vLLM schedules the batch.
 """
 
 from __future__ import annotations
@@ -125,6 +130,21 @@ class Samples:
     truncated: list[list[bool]]
 
 
+def request_seed(seed: int, index: int) -> int:
+    """The vLLM ``SamplingParams.seed`` of the problem at source row ``index`` under evaluation seed ``seed``."""
+    return (int(seed) * 1_000_003 + int(index)) % (2**31 - 1)
+
+
+def prompt_settings(benchmark: dict | None, settings: dict) -> tuple[str | None, Any, str]:
+    """``(prompt_template, chat_template, where)`` for one benchmark: its own ``prompt_template``/``chat_template``
+    when set, else the ``evaluation`` section's; ``where`` names the key that decided the chat setting."""
+    benchmark = benchmark or {}
+    template = benchmark.get("prompt_template") or settings["prompt_template"]
+    if benchmark.get("chat_template") is not None:
+        return template, benchmark["chat_template"], f"benchmarks.{benchmark.get('name', '?')}"
+    return template, settings["chat_template"], "evaluation"
+
+
 def _eos_ids(model, tokenizer) -> list[int]:
     eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     if eos is None:
@@ -135,11 +155,13 @@ def _eos_ids(model, tokenizer) -> list[int]:
 
 def generate_transformers(model, tokenizer, prompt_ids: Sequence[Sequence[int]], *, num_samples: int,
                           temperature: float, top_p: float, max_new_tokens: int, batch_size: int, seed: int,
-                          device: str = "cpu", desc: str = "generate") -> Samples:
+                          device: str = "cpu", desc: str = "generate",
+                          stop_ids: Sequence[int] | None = None) -> Samples:
     """``num_samples`` sampled completions per tokenized prompt with batched ``model.generate`` (left padding).
 
     The (prompt, sample) pairs are sorted by prompt length so that a batch pads little; sampling uses the full
     distribution truncated only by ``top_p`` (top_k disabled). Deterministic for a given seed and batch size.
+    ``stop_ids`` (default: the model's and tokenizer's eos ids) end a completion.
     A private generator rather than :func:`pgrpo.grpo.tiny_model.generate_completions`, which has no top_p, no samples per
     prompt, no device, no progress bar and tokenizes text itself.
     """
@@ -147,7 +169,7 @@ def generate_transformers(model, tokenizer, prompt_ids: Sequence[Sequence[int]],
     from tqdm.auto import tqdm
 
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    eos_ids = _eos_ids(model, tokenizer)
+    eos_ids = [int(i) for i in stop_ids] if stop_ids else _eos_ids(model, tokenizer)
     jobs = sorted(((len(prompt_ids[p]), p, j) for p in range(len(prompt_ids)) for j in range(num_samples)))
     texts = [[""] * num_samples for _ in prompt_ids]
     tokens = [[0] * num_samples for _ in prompt_ids]
@@ -184,21 +206,34 @@ def generate_transformers(model, tokenizer, prompt_ids: Sequence[Sequence[int]],
     return Samples(texts, tokens, truncated)
 
 
+def vllm_sampling_params(SamplingParams, n_prompts: int, *, num_samples: int, temperature: float, top_p: float,
+                         max_new_tokens: int, seed: int, stop_ids: Sequence[int] | None = None,
+                         indices: Sequence[int] | None = None) -> list:
+    """One ``SamplingParams`` per prompt: ``n=num_samples`` samples, a seed per request (:func:`request_seed` of the
+    problem's row number), the stop ids; top_k is left disabled (vLLM's default), as in ``model.generate``."""
+    indices = list(range(n_prompts)) if indices is None else list(indices)
+    return [SamplingParams(n=num_samples, temperature=float(temperature), top_p=float(top_p),
+                           max_tokens=max_new_tokens, seed=request_seed(seed, index),
+                           stop_token_ids=[int(i) for i in stop_ids or []]) for index in indices]
+
+
 def generate_vllm(source: str, prompt_ids: Sequence[Sequence[int]], *, num_samples: int, temperature: float,
                   top_p: float, max_new_tokens: int, seed: int, dtype: str, gpus: int,
-                  gpu_memory_utilization: float) -> Samples:
+                  gpu_memory_utilization: float, stop_ids: Sequence[int] | None = None,
+                  indices: Sequence[int] | None = None, max_model_len: int | None = None) -> Samples:
     """``num_samples`` completions per tokenized prompt with vLLM's offline ``LLM.generate`` (imported lazily).
 
     Prompts go in as token ids (``{"prompt_token_ids": ...}``) so that vLLM adds no second BOS to a chat-rendered
-    prompt; ``SamplingParams(n=num_samples, temperature, top_p, max_tokens)``; ``LLM(seed=seed)``. Written to
-    vLLM's documented API; not exercised by the tests (no CUDA there).
+    prompt; one ``SamplingParams`` per prompt (:func:`vllm_sampling_params`: its own seed, the stop ids);
+    ``LLM(seed=seed)``. Not exercised by the CPU tests (benchmarks/gpu_check.sh runs it on a GPU).
     """
     from vllm import LLM, SamplingParams
 
     llm = LLM(model=source, tokenizer=source, seed=seed, dtype=dtype, tensor_parallel_size=max(1, gpus),
-              gpu_memory_utilization=gpu_memory_utilization)
-    params = SamplingParams(n=num_samples, temperature=float(temperature), top_p=float(top_p),
-                            max_tokens=max_new_tokens)
+              gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len)
+    params = vllm_sampling_params(SamplingParams, len(prompt_ids), num_samples=num_samples, temperature=temperature,
+                                  top_p=top_p, max_new_tokens=max_new_tokens, seed=seed, stop_ids=stop_ids,
+                                  indices=indices)
     outputs = llm.generate([{"prompt_token_ids": list(ids)} for ids in prompt_ids], params, use_tqdm=True)
     texts, tokens, truncated = [], [], []
     for request in outputs:
@@ -209,22 +244,13 @@ def generate_vllm(source: str, prompt_ids: Sequence[Sequence[int]], *, num_sampl
     return Samples(texts, tokens, truncated)
 
 
-def _use_chat(setting: Any, tokenizer) -> bool:
-    has_template = bool(getattr(tokenizer, "chat_template", None))
-    if setting in (False, None):
-        return False
-    if setting == "auto":
-        return has_template
-    if not has_template:
-        raise InputError("evaluation.chat_template is true but the model's tokenizer has no chat template")
-    return True
-
-
-def tokenize_prompts(questions: Sequence[str], tokenizer, template: str | None, chat_setting: Any) -> list[list[int]]:
+def tokenize_prompts(questions: Sequence[str], tokenizer, template: str | None, chat_setting: Any,
+                     where: str = "evaluation") -> list[list[int]]:
     """Token ids of each question's prompt, rendered as in training (:func:`pgrpo.grpo.data.make_prompt`)."""
+    from pgrpo.grpo.chat import use_chat_template
     from pgrpo.grpo.data import PROMPT_TEMPLATE, make_prompt, prompt_text
 
-    chat = _use_chat(chat_setting, tokenizer)
+    chat = use_chat_template(chat_setting, tokenizer, where)
     out = []
     for q in questions:
         text = prompt_text(make_prompt(q, template or PROMPT_TEMPLATE, chat), tokenizer)

@@ -1,5 +1,6 @@
 """pass@k (Section 4.3, Table 1): the unbiased estimator of Chen et al. (2021), ``1 - C(n-c, k) / C(n, k)``,
-per problem and averaged over a benchmark.
+per problem and averaged over a benchmark, and the pass@k curve (k = 1..n) of a benchmark from its per-problem
+correct counts.
 """
 
 from __future__ import annotations
@@ -50,3 +51,12 @@ def benchmark_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> PassAt
     mean = sum(per_problem) / p
     var = sum((x - mean) ** 2 for x in per_problem) / (p - 1) if p > 1 else float("nan")
     return PassAtK(k=k, value=mean, stderr=math.sqrt(var / p) if p > 1 else float("nan"), n_problems=p)
+
+
+def pass_at_k_curve(correct_counts: Sequence[int], n: int) -> list[float]:
+    """The benchmark's pass@k for every k = 1..n (the unbiased estimator averaged over problems): the pass@k curve."""
+    if not correct_counts:
+        raise ValueError("no problems to score")
+    if any(not 0 <= int(c) <= n for c in correct_counts):
+        raise ValueError(f"a correct count is outside [0, n = {n}]")
+    return [sum(pass_at_k(n, int(c), k) for c in correct_counts) / len(correct_counts) for k in range(1, n + 1)]

@@ -88,8 +88,13 @@ def _modern_keys(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+#: bookkeeping keys TRL repeats in the eval and summary rows of a step (never a measured quantity)
+BOOKKEEPING: frozenset[str] = frozenset({"epoch", "total_flos", "num_input_tokens_seen", "num_tokens"})
+
+
 def _check_steps(frame: pd.DataFrame, source: str) -> None:
-    """Steps never go backwards, and no quantity is logged twice at one step with two different values."""
+    """Steps never go backwards, and no quantity is logged twice at one step (TRL's eval and summary rows share the
+    step of a train row but log other quantities; :data:`BOOKKEEPING` keys such as ``epoch`` may repeat)."""
     steps = frame["step"].to_numpy(np.int64)
     back = np.flatnonzero(np.diff(steps) < 0)
     if back.size:
@@ -101,12 +106,15 @@ def _check_steps(frame: pd.DataFrame, source: str) -> None:
         return
     for step, rows in frame.loc[duplicated].groupby("step", sort=True):
         for column in rows.columns:
-            if column == "step":
+            if column == "step" or column in BOOKKEEPING:
                 continue
             values = pd.to_numeric(rows[column], errors="coerce").dropna()
             if values.nunique() > 1:
                 raise InputError(f"log {source}: step {step} is logged twice with two values of '{column}' "
                                  f"({values.iloc[0]:g} and {values.iloc[1]:g}); is it two runs in one file?")
+            if values.size > 1:
+                raise InputError(f"log {source}: step {step} is logged twice ('{column}' = {values.iloc[0]:g} in two "
+                                 f"rows); is the same log pasted twice, or two runs in one file?")
 
 
 def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -127,6 +135,10 @@ def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     frame.columns = ["step" if c == "step" else normalize_column(c) for c in frame.columns]
     frame = frame.loc[:, ~pd.Index(frame.columns).duplicated(keep="first")]
     step = pd.to_numeric(frame["step"], errors="coerce")
+    orphans = step.isna() & frame.drop(columns="step").apply(pd.to_numeric, errors="coerce").notna().any(axis=1)
+    if orphans.any() and step.notna().any():
+        row = int(np.flatnonzero(orphans.to_numpy())[0])
+        raise InputError(f"log {source}: row {row + 1} has values but no step number ({frame['step'].iloc[row]!r})")
     frame = frame.loc[step.notna()].copy()
     if frame.empty:
         raise InputError(f"log {source} has no row with a step number")

@@ -12,6 +12,7 @@ import os
 import platform
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -34,10 +35,43 @@ from pgrpo.grpo.training_config import (
     build_grpo_config,
     build_lora_config,
     is_on_policy,
+    objective_record,
     refresh_interval,
     resolve_training,
     validate_training,
+    vllm_engine_seed,
 )
+
+
+@contextmanager
+def seeded_vllm_engine(args):
+    """While TRL builds its colocated vLLM engine, give it the seed :func:`vllm_engine_seed` (training seed + the
+    process index TRL passes) instead of the bare process index, which is the same for every training seed.
+
+    TRL 1.16 builds ``LLM(..., seed=process_index // tp)`` inside ``VLLMGeneration``; no config field reaches it,
+    and a fixed ``SamplingParams.seed`` would give the G copies of a prompt one and the same completion. Outside
+    colocate mode, or where vLLM is not importable, nothing changes.
+    """
+    module = None
+    if getattr(args, "use_vllm", False) and getattr(args, "vllm_mode", None) == "colocate":
+        try:
+            import trl.generation.vllm_generation as module
+        except ImportError:
+            module = None
+    original = getattr(module, "LLM", None) if module is not None else None
+    if original is None:
+        yield
+        return
+
+    def seeded(*positional, **keywords):
+        keywords["seed"] = vllm_engine_seed(args.seed, keywords.get("seed") or 0)
+        return original(*positional, **keywords)
+
+    module.LLM = seeded
+    try:
+        yield
+    finally:
+        module.LLM = original
 
 
 def _trainer_class():
@@ -53,7 +87,8 @@ def _trainer_class():
         """
 
         def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
+            with seeded_vllm_engine(kwargs.get("args")):
+                super().__init__(*args, **kwargs)
             self._policy_logps = None
             self._ratio_window: list[float] = [-math.inf, -math.inf]
 
@@ -292,13 +327,15 @@ def train_grpo(
     model_name: str,
     load_base_model: Callable[[], Any] | None = None,
     provenance: dict | None = None,
+    stop_token_ids: list[int] | None = None,
 ) -> TrainResult:
     """Run GRPO + LoRA on ``model`` and write ``out_dir/{log.csv, meta.json, merged/}``; resume if possible.
 
     ``reward_funcs[0]`` is the binary accuracy reward that defines ``eval_accuracy``. ``load_base_model`` returns
     a fresh copy of the base weights for the merge (the trained copy is adapter-wrapped and may be sharded).
     ``provenance`` (model and data specs, weight-file stamps) joins the run spec: checkpoints made under another
-    spec are set aside, not resumed.
+    spec are set aside, not resumed. ``stop_token_ids``: the chat template's end-of-turn (and eos) ids, which vLLM
+    generation stops at (``model.generate`` reads them from the model's generation config).
     """
     import torch
 
@@ -330,7 +367,10 @@ def train_grpo(
             "provenance": provenance or {},
         },
     )
-    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None, cuda=cuda)
+    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None, cuda=cuda,
+                             stop_token_ids=stop_token_ids, run_name=f"{model_name}-G{G}-seed{seed}")
+    if "tensorboard" in (args.report_to or []):  # TRL's trackers write beside the run's own log.csv
+        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tracking" / "tensorboard"))
     from accelerate import PartialState
 
     state = PartialState()  # initialised by the GRPOConfig above (one process, or `accelerate launch`)
@@ -426,6 +466,9 @@ def train_grpo(
         ),
         "lora": training["lora"],
         "use_vllm": training["use_vllm"],
+        "objective": objective_record(args),
+        "stop_token_ids": list(stop_token_ids or []),
+        "report_to": list(args.report_to or []),
         "n_train_prompts": len(train_dataset),
         "n_eval_prompts": len(eval_dataset) if eval_dataset is not None else 0,
         "prompts_dropped_over_max_prompt_length": {"train": dropped_train, "eval": dropped_eval},

@@ -79,9 +79,16 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "per_device_eval_batch_size": None,  # None: smallest multiple of num_generations_eval >= train batch
     "beta": 0.005,
     "epsilon": 0.2,
-    "loss_type": "dapo",  # TRL's default GRPO loss aggregation; the paper does not state one
+    # The objective (see OBJECTIVE_READING): every TRL setting that changes it is set here, never inherited.
+    "loss_type": "dapo",  # token sums of Eq. (4) over the step's tokens (TRL's default); grpo would length-normalise
     "importance_sampling_level": "token",
     "scale_rewards": "group",  # Eq. (1): divide by the within-group std
+    "use_bias_correction_kl": False,  # GRPO's k3 KL in the loss (Shao et al.), as TRL did before 1.10 made it True
+    "vllm_importance_sampling_correction": True,  # vLLM's sampler and the trainer differ in their log-probs
+    "vllm_importance_sampling_mode": "token_truncate",  # TIS: every completion stays in Eq. (2)'s group average
+    "vllm_importance_sampling_clip_max": 2.0,  # TIS cap C (TRL's first TIS default); sequence_mask drops whole rows
+    "vllm_importance_sampling_clip_min": None,
+    "report_to": "none",  # or wandb | trackio | tensorboard (a list for several): TRL's trackers beside log.csv
     "adam_beta1": 0.9,
     "adam_beta2": 0.999,
     "weight_decay": 0.0,
@@ -111,6 +118,62 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+
+
+VLLM_IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+#: ``report_to`` values and the package each needs (offline-safe: none writes anywhere but this machine by default;
+#: wandb follows WANDB_MODE, trackio logs locally unless a Space is configured).
+TRACKERS = {"none": None, "wandb": "wandb", "trackio": "trackio", "tensorboard": "tensorboard"}
+
+
+#: TRL settings that change the objective and have no key of their own: pinned to Eq. (2) as written (one clip
+#: range, no extra masks, no entropy bonus, sampling from the full distribution at the training temperature).
+PINNED_OBJECTIVE: dict[str, Any] = {
+    "delta": None,
+    "top_entropy_quantile": 1.0,
+    "mask_truncated_completions": False,
+    "off_policy_mask_threshold": None,
+    "entropy_coef": 0.0,
+    "use_adaptive_entropy": False,
+    "top_p": 1.0,
+    "top_k": 0,
+    "min_p": None,
+    "repetition_penalty": 1.0,
+    "multi_objective_aggregation": "sum_then_normalize",
+    "sync_ref_model": False,
+}
+
+
+#: The GRPOConfig fields meta.json records under ``objective`` (read back from the config TRL runs with).
+OBJECTIVE_FIELDS: tuple[str, ...] = (
+    "loss_type", "scale_rewards", "importance_sampling_level", "beta", "epsilon", "epsilon_high", "delta",
+    "use_bias_correction_kl", "num_generations", "num_iterations", "steps_per_generation", "temperature", "top_p",
+    "top_k", "min_p", "repetition_penalty", "top_entropy_quantile", "mask_truncated_completions",
+    "off_policy_mask_threshold", "entropy_coef", "use_adaptive_entropy", "multi_objective_aggregation",
+    "sync_ref_model", "use_vllm", "vllm_mode", "vllm_importance_sampling_correction",
+    "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min",
+    "generation_kwargs",
+)
+
+
+#: Why each objective setting has the value it has (recorded in meta.json beside the values).
+OBJECTIVE_READING: dict[str, str] = {
+    "scale_rewards": "group: Eq. (1) divides by the within-group std",
+    "loss_type": "dapo: Eq. (4) sums each completion's token score functions (log pi(o|q)); dapo normalises by the "
+                 "step's token count, a per-step constant (dr_grpo likewise); grpo would weight completions by 1/length",
+    "use_bias_correction_kl": "false: the GRPO of Shao et al. (2024) that the paper cites puts the k3 KL estimate in "
+                              "the loss unweighted (TRL's behaviour before 1.10; true adds kl * grad log pi even "
+                              "on-policy)",
+    "vllm_importance_sampling": "token_truncate, cap 2: with vLLM the sampler's log-probs differ from the trainer's; "
+                                "truncated per-token IS keeps every completion in Eq. (2)'s average (sequence_mask, "
+                                "TRL 1.16's default, drops whole completions whose 786-token ratio product exceeds "
+                                "the cap)",
+    "generation_seed": "each training seed samples its own completions: transformers generate from accelerate's "
+                       "seed + process index; vLLM colocate from LLM(seed = training seed + process index), where "
+                       "TRL would give every training seed the same vLLM seed (the process index)",
+}
 
 
 def resolve_training(training: dict | None) -> dict:
@@ -225,6 +288,11 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "must be 'token' or 'sequence'",
     )
     _require(t["scale_rewards"] in ("group", "batch", "none"), "scale_rewards", "must be group, batch or none")
+    _require(t["vllm_importance_sampling_mode"] in VLLM_IS_MODES, "vllm_importance_sampling_mode",
+             f"must be one of {', '.join(VLLM_IS_MODES)}")
+    for key in ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min"):
+        _require(t[key] is None or (_is_number(t[key]) and t[key] > 0), key, "must be null or a number > 0")
+    report_to(t)
     _require(
         t["checkpoints_keep"] is None or (_is_int(t["checkpoints_keep"]) and t["checkpoints_keep"] >= 2),
         "checkpoints_keep",
@@ -242,7 +310,7 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "must be a non-empty list of module names",
     )
     for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "disable_dropout", "gradient_checkpointing",
-                "eval_on_start"):
+                "eval_on_start", "use_bias_correction_kl", "vllm_importance_sampling_correction"):
         _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
     _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
     _require(
@@ -252,6 +320,8 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
     )
     resources = t["resources"]
     for key, low in (("gpus", 0), ("runtime_min", 1), ("mem_mb", 1), ("threads", 1)):
+        if key == "runtime_min" and resources[key] == "auto":  # the plan's estimate (pgrpo plan)
+            continue
         _require(_is_int(resources[key]) and resources[key] >= low, f"resources.{key}", f"must be an integer >= {low}")
 
     _require(
@@ -291,6 +361,42 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
     return t
 
 
+def report_to(training: dict) -> list[str]:
+    """``training.report_to`` as the list TRL takes ([] for none); an unknown or uninstalled tracker is an error."""
+    import importlib.util
+
+    value = training["report_to"]
+    names = [value] if isinstance(value, str) else list(value or [])
+    for name in names:
+        _require(name in TRACKERS, "report_to", f"unknown tracker {name!r} (use one of {', '.join(TRACKERS)})")
+        package = TRACKERS[name]
+        _require(package is None or importlib.util.find_spec(package) is not None, "report_to",
+                 f"{name} is not installed here (pip install {package}, or report_to: none)")
+    return [n for n in names if n != "none"]
+
+
+def vllm_engine_seed(train_seed: int, trl_seed: int) -> int:
+    """The colocated vLLM engine's seed: the training seed plus what TRL passes (process index // TP size)."""
+    return int(train_seed) + int(trl_seed)
+
+
+def objective_record(args) -> dict:
+    """The objective's settings as the GRPOConfig ``args`` holds them (what TRL runs with), for meta.json."""
+    record = {key: getattr(args, key, "absent") for key in OBJECTIVE_FIELDS}
+    for key in ("epsilon", "epsilon_high", "beta", "temperature", "top_p"):
+        if isinstance(record[key], (int, float)) and not isinstance(record[key], bool):
+            record[key] = float(record[key])
+    if args.use_vllm and args.vllm_mode == "colocate":
+        generation_seed = f"vLLM LLM(seed={args.seed} + process index // vllm_tensor_parallel_size)"
+    elif args.use_vllm:
+        generation_seed = "the vLLM server's seed (trl vllm-serve --seed); not set by this run"
+    else:
+        generation_seed = f"torch {args.seed} + process index (accelerate set_seed, device_specific)"
+    record["generation_seed"] = generation_seed
+    record["reading"] = OBJECTIVE_READING
+    return record
+
+
 def eval_batch_size(training: dict, G: int) -> int:
     """Per-device eval batch (completions): the configured one, or the smallest multiple of the eval group size
     that is at least the training micro-batch."""
@@ -314,8 +420,15 @@ def build_lora_config(lora: dict):
     )
 
 
-def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has_eval: bool, cuda: bool):
-    """TRL ``GRPOConfig`` for Table 2; bf16 only on CUDA, CPU otherwise."""
+def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has_eval: bool, cuda: bool,
+                      stop_token_ids: list[int] | None = None, run_name: str | None = None):
+    """TRL ``GRPOConfig`` for Table 2; bf16 only on CUDA, CPU otherwise.
+
+    Every setting that changes the objective is passed explicitly (the keyed ones from ``training``, the rest from
+    :data:`PINNED_OBJECTIVE`), so a TRL upgrade that moves a default cannot move the run. With vLLM,
+    ``stop_token_ids`` (the chat template's end-of-turn) go to its ``SamplingParams`` and its context is capped at
+    ``max_prompt_length + max_completion_length``.
+    """
     from trl import GRPOConfig
 
     t = training
@@ -356,7 +469,9 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         save_strategy="steps",
         save_steps=t["checkpoint_steps"],
         save_total_limit=t["checkpoints_keep"],
-        report_to="none",
+        report_to=report_to(t) or "none",
+        run_name=run_name,
+        project="predictable-grpo",
         bf16=bool(t["bf16"] and cuda),
         fp16=False,
         use_cpu=not cuda,
@@ -365,9 +480,21 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         vllm_mode=t["vllm_mode"],
         vllm_gpu_memory_utilization=float(t["vllm_gpu_memory_utilization"]),
         log_completions=False,
+        epsilon_high=float(t["epsilon"]),
+        use_bias_correction_kl=t["use_bias_correction_kl"],
+        vllm_importance_sampling_correction=t["vllm_importance_sampling_correction"],
+        vllm_importance_sampling_mode=t["vllm_importance_sampling_mode"],
+        vllm_importance_sampling_clip_max=t["vllm_importance_sampling_clip_max"],
+        vllm_importance_sampling_clip_min=t["vllm_importance_sampling_clip_min"],
     )
     # transformers 5 renamed gradient_checkpointing to activation_checkpointing (the old name still works)
     fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    kwargs.update({k: v for k, v in PINNED_OBJECTIVE.items() if k in fields})
+    if t["use_vllm"]:
+        if stop_token_ids:
+            kwargs["generation_kwargs"] = {"stop_token_ids": [int(i) for i in stop_token_ids]}
+        if t["max_prompt_length"] and "vllm_max_model_length" in fields:
+            kwargs["vllm_max_model_length"] = int(t["max_prompt_length"]) + int(t["max_completion_length"])
     checkpointing = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
     kwargs[checkpointing] = t["gradient_checkpointing"]
     if t["vllm_server_base_url"]:

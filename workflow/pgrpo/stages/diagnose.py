@@ -1,5 +1,6 @@
 """Stages ``diagnostics`` (the workflow's runs, Figures 2-5) and ``diagnose`` (any TRL log): read the logs,
-metadata and fits, run :mod:`pgrpo.diagnose`, write the verdicts and figures atomically.
+metadata and fits, run :mod:`pgrpo.diagnose` (the four read-outs of Figures 2-5 and the seven failure modes of
+:mod:`pgrpo.diagnose.modes`), write the verdicts, the one-page summary and the figures atomically.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.report import DiagnosisReport, DiagnosticsReport, _diagnose_curves, diagnose_runs
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
 from pgrpo.errors import InputError
-from pgrpo.stages.logs import resolve_log_path
+from pgrpo.stages.logs import read_run_log, resolve_log_path
 
 
 def read_aggregate(path: str, model: str | None = None, G: int | None = None,
@@ -39,19 +40,20 @@ def read_aggregate(path: str, model: str | None = None, G: int | None = None,
     return RunCurves(model, int(G), _frame_from_aggregate(frame), str(path), meta)
 
 
-def read_log(path: str) -> RunCurves:
+def read_log(path: str, allow_non_finite: bool = False) -> RunCurves:
     """Any run's log as RunCurves: our ``log.csv``, a TRL/W&B CSV (``train/...``, ``eval/...``), an aggregate CSV,
-    or a TRL ``trainer_state.json`` (``log_history``). InputError for an unreadable file or no known column."""
-    from pgrpo.stages.aggregate import load_log
-
+    a TRL ``trainer_state.json`` (``log_history``), a bare log_history list, or a TRL output folder
+    (:func:`pgrpo.stages.logs.read_run_log`). InputError for an unreadable file or no known column; NaN/infinite
+    values raise too unless ``allow_non_finite`` (then :attr:`RunCurves.non_finite` lists their steps)."""
     file = resolve_log_path(path)
     try:
-        frame = load_log(file)
+        frame = read_run_log(file, allow_non_finite=allow_non_finite)
     except InputError:
         raise
     except (UnicodeDecodeError, ValueError, OSError) as error:
         raise InputError(f"log {path} is not a readable CSV or trainer_state.json: "
                          f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+    non_finite = dict(frame.attrs.get("non_finite") or {})
     frame, sources = apply_aliases(frame)
     known = [c for c in KNOWN_COLUMNS if c in frame.columns and np.isfinite(frame[c].to_numpy(float)).any()]
     if not known:
@@ -64,7 +66,10 @@ def read_log(path: str) -> RunCurves:
     G = int(match["G"]) if match else None
     if match:
         model = match["model"]
-    return RunCurves(model, G, frame, str(path), None, {c: sources.get(c, c) for c in known})
+    for name, source in sources.items():  # non-finite steps under the workflow's names
+        if source != name and source in non_finite:
+            non_finite[name] = non_finite.pop(source)
+    return RunCurves(model, G, frame, str(path), None, {c: sources.get(c, c) for c in known}, non_finite)
 
 
 def read_metas(meta_jsons: Sequence[str] | None) -> dict[tuple[str, int], dict[str, Any]]:
@@ -145,13 +150,17 @@ def run_diagnostics(
         from pgrpo.figures.diagnostics import write_figures
 
         write_figures(report, runs, out_dir_figures)
-    write_json(out_json, report.to_dict())
-    write_text(out_md, report.to_markdown())
+    from pgrpo.tables.diagnosis import modes_section
+
+    data = report.to_dict()
+    write_json(out_json, data)
+    write_text(out_md, report.to_markdown(modes_section=modes_section(data["modes"])))
     return report
 
 
-def _log_curves(path: str, meta: Mapping[str, Any] | None, G: int | None) -> RunCurves:
-    curves = read_log(path)
+def _log_curves(path: str, meta: Mapping[str, Any] | None, G: int | None,
+                allow_non_finite: bool = False) -> RunCurves:
+    curves = read_log(path, allow_non_finite)
     if meta:
         curves.meta = dict(meta)
         if meta.get("G") and curves.G is None:
@@ -171,6 +180,23 @@ def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: Diagn
     return _diagnose_curves(_log_curves(path, meta, G), config or DiagnosticsConfig())
 
 
+def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = None,
+                     max_completion_length: int | None = None,
+                     reward_range: Sequence[float] | None = None) -> dict[str, Any]:
+    """The ``diagnostics`` section with the command line's choices merged into ``modes`` (validated later)."""
+    section = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in (diagnostics or {}).items()}
+    modes = dict(section.get("modes") or {})
+    if rules is not None:
+        modes["rule_set"] = rules
+    if reward_range is not None:
+        modes["reward_range"] = list(reward_range)
+    if max_completion_length is not None:
+        modes["truncation"] = dict(modes.get("truncation") or {}, max_completion_length=max_completion_length)
+    if modes:
+        section["modes"] = modes
+    return section
+
+
 def run_diagnose(
     log_path: str,
     out_json: str | None = None,
@@ -179,26 +205,59 @@ def run_diagnose(
     diagnostics: Mapping[str, Any] | None = None,
     G: int | None = None,
     out_dir_figures: str | None = None,
+    out_dir: str | None = None,
+    rules: str | None = None,
+    max_completion_length: int | None = None,
+    reward_range: Sequence[float] | None = None,
+    allow_non_finite: bool = False,
 ) -> DiagnosisReport:
-    """``pgrpo diagnose LOG``: :func:`diagnose_log` with the config section validated and ``meta_json`` read first;
-    writes ``out_json`` (numbers and verdicts), ``out_md`` (the verdicts in words) and ``figure2..5`` (.pdf, .png)
-    in ``out_dir_figures``, each only when given. Returns the report (its ``to_markdown()`` is what to print)."""
+    """``pgrpo diagnose LOG``: :func:`diagnose_log` with the config section validated and ``meta_json`` read first.
+
+    Writes, each only when given: ``out_json`` (the verdicts: ``summary``, ``modes``, the Figures 2-5 read-outs),
+    ``out_md`` (the one-page summary in Markdown), ``figure2..5`` and ``modes`` (.pdf, .png) in ``out_dir_figures``;
+    ``out_dir`` gets all of them: ``verdicts.json``, ``summary.md``, ``summary.html`` and the figures. ``rules``
+    (``ours``/``toolkit``), ``max_completion_length`` and ``reward_range`` override ``diagnostics.modes``;
+    ``allow_non_finite`` reads NaN/infinite values as a divergence instead of refusing the log. Returns the report
+    (:func:`summary_text` is what to print)."""
     from pgrpo.atomic import write_json, write_text
 
-    config = diagnostics_config(diagnostics)
+    config = diagnostics_config(diagnose_section(diagnostics, rules, max_completion_length, reward_range))
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None
-    curves = _log_curves(log_path, meta, G)
+    curves = _log_curves(log_path, meta, G, allow_non_finite)
     report = _diagnose_curves(curves, config)
-    if out_dir_figures:
+    figures: list[str] = []
+    for folder in dict.fromkeys(f for f in (out_dir_figures, out_dir) if f):
         from pgrpo.figures.diagnostics import write_figures
+        from pgrpo.figures.modes import write_modes_figure
 
-        write_figures(DiagnosticsReport(report.results, [report.model],
-                                        {report.model: [report.G] if report.G else []}, report.config),
-                      [curves], out_dir_figures)
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        figures = write_modes_figure(curves, report.to_dict(), str(Path(folder) / "modes"))
+        figures += write_figures(DiagnosticsReport(report.results, [report.model],
+                                                   {report.model: [report.G] if report.G else []}, report.config),
+                                 [curves], folder)
+    data = report.to_dict()
     if out_json:
-        write_json(out_json, report.to_dict())
+        write_json(out_json, data)
     if out_md:
-        write_text(out_md, report.to_markdown())
+        write_text(out_md, summary_text(report, figures))
+    if out_dir:
+        from pgrpo.tables.diagnosis import summary_html
+
+        write_json(Path(out_dir) / "verdicts.json", data)
+        write_text(Path(out_dir) / "summary.md", summary_text(report, figures))
+        write_text(Path(out_dir) / "summary.html", summary_html(data, figures, _body(report)))
     return report
+
+
+def _body(report: DiagnosisReport) -> str:
+    text = report.to_markdown()
+    return text.split("\n", 1)[1].lstrip() if text.startswith("# ") else text
+
+
+def summary_text(report: DiagnosisReport, figures: Sequence[str] = ()) -> str:
+    """The one-page summary of a diagnosis in Markdown: verdict, modes table, figures, the Figures 2-5 read-outs."""
+    from pgrpo.tables.diagnosis import summary_markdown
+
+    return summary_markdown(report.to_dict(), figures, "## Figures 2-5 read-outs\n\n" + _body(report))

@@ -1,5 +1,6 @@
-"""Stages ``evaluate`` per (model, variant, benchmark) and ``table1``: pass@k of one variant on one benchmark, and
-Table 1 from all of them (Section 4.3, 5.7).
+"""Stages ``evaluate`` per (model, variant, benchmark), ``table1`` and ``passk_curves``: pass@k of one variant on one
+benchmark, Table 1 from all of them (Section 4.3, 5.7), and the pass@k curve (k = 1..n, the unbiased estimator)
+of each from its per-problem correct counts.
 """
 
 from __future__ import annotations
@@ -13,18 +14,20 @@ from typing import Any, Sequence
 from pgrpo.atomic import atomic_path, write_csv, write_json, write_text
 from pgrpo.errors import InputError, one_line
 from pgrpo.grpo.benchmarks import ANSWER_KINDS, load_benchmark, resolve_benchmark
+from pgrpo.grpo.chat import stop_token_ids, use_chat_template
 from pgrpo.grpo.generation import (
     _torch_dtype,
     _versions,
     choose_backend,
     generate_transformers,
     generate_vllm,
+    prompt_settings,
     resolve_evaluation,
     tokenize_prompts,
     vllm_available,
 )
-from pgrpo.grpo.pass_at_k import PASS_AT_K_KEY, benchmark_pass_at_k
-from pgrpo.tables.table1 import Table1, build_table1, table1_latex, table1_markdown
+from pgrpo.grpo.pass_at_k import PASS_AT_K_KEY, benchmark_pass_at_k, pass_at_k_curve
+from pgrpo.tables.table1 import Table1, build_table1, table1_html, table1_latex, table1_markdown, table1_summary
 
 
 def variant_of(variant_path: str | None) -> tuple[str, int | None, int | None]:
@@ -51,7 +54,8 @@ def variant_of(variant_path: str | None) -> tuple[str, int | None, int | None]:
 
 
 def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, benchmark: dict, evaluation: dict,
-                 out_json: str, out_samples_jsonl: str | None = None, seed: int = 0) -> dict:
+                 out_json: str, out_samples_jsonl: str | None = None, seed: int = 0,
+                 prepared: str | None = None) -> dict:
     """Evaluate one (model, variant, benchmark): pass@k for every k of ``evaluation.pass_at``.
 
     ``model`` = the config's model spec {name, id, path}; ``variant_path`` = a merged model directory
@@ -59,8 +63,12 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
     ``benchmarks.<benchmark_name>`` entry; ``evaluation`` = the ``evaluation:`` section; ``seed`` = the subsampling
     and sampling seed (the same for every variant, so all see the same problems; ``evaluation.seed`` is the usual
     value). Writes ``out_json`` = {model, variant, G, seed, benchmark, n_problems, n_excluded, excluded, n_source,
-    num_samples, pass@1, pass@5, ..., stderr, temperature, top_p, max_new_tokens, backend, ...} and, if given,
+    num_samples, pass@1, pass@5, ..., correct_counts (per problem), stderr, temperature, top_p, max_new_tokens,
+    backend, ...} and, if given,
     ``out_samples_jsonl`` (one line per problem: index, question, gold, completions, correct, n_correct).
+    ``prepared``: the benchmark's file from rule ``prepare_benchmark`` (:mod:`pgrpo.stages.prepare`), read instead
+    of the benchmark's source. Prompts use the benchmark's ``prompt_template``/``chat_template`` when set, else the
+    evaluation section's; generation stops at the model's eos and, with a chat template, its end-of-turn token.
     Returns the JSON record. Config and data errors raise InputError before the model is loaded.
     """
     t_start = time.perf_counter()
@@ -71,7 +79,13 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
     variant, G, train_seed = variant_of(variant_path)
     if variant_path is not None and not (Path(variant_path) / "config.json").is_file():
         raise InputError(f"variant {variant} of {name}: no merged model at {variant_path} (no config.json)")
-    problems = load_benchmark(benchmark_name, benchmark, seed=seed)
+    if prepared:
+        from pgrpo.stages.prepare import read_prepared
+
+        problems = read_prepared(prepared, benchmark_name)
+    else:
+        problems = load_benchmark(benchmark_name, benchmark, seed=seed)
+    template, chat_setting, chat_where = prompt_settings(dict(benchmark or {}, name=benchmark_name), settings)
 
     import torch
 
@@ -93,12 +107,15 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         except Exception as exc:
             key = "path" if spec.get("path") else "id"
             raise InputError(f"models.{name}.{key}: cannot load the tokenizer of {source!r}: {one_line(exc)}") from None
-        prompt_ids = tokenize_prompts(problems.questions, tokenizer, settings["prompt_template"],
-                                      settings["chat_template"])
+        prompt_ids = tokenize_prompts(problems.questions, tokenizer, template, chat_setting, chat_where)
+        chat = use_chat_template(chat_setting, tokenizer, chat_where)
+        stops = stop_token_ids(tokenizer, None, chat)
         dtype = "auto" if settings["dtype"] == "auto" else settings["dtype"]
         t_gen = time.perf_counter()
         samples = generate_vllm(str(source), prompt_ids, dtype=dtype, gpus=settings["resources"]["gpus"],
-                                gpu_memory_utilization=settings["vllm_gpu_memory_utilization"], **gen)
+                                gpu_memory_utilization=settings["vllm_gpu_memory_utilization"], stop_ids=stops,
+                                indices=problems.indices,
+                                max_model_len=max(map(len, prompt_ids)) + settings["max_new_tokens"], **gen)
         device = "cuda"
     else:
         from pgrpo.grpo.models import load_model_and_tokenizer
@@ -106,11 +123,12 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         device = "cuda" if cuda else "cpu"
         policy, tokenizer = load_model_and_tokenizer(spec, dtype=_torch_dtype(settings["dtype"], cuda))
         policy.to(device)
-        prompt_ids = tokenize_prompts(problems.questions, tokenizer, settings["prompt_template"],
-                                      settings["chat_template"])
+        prompt_ids = tokenize_prompts(problems.questions, tokenizer, template, chat_setting, chat_where)
+        chat = use_chat_template(chat_setting, tokenizer, chat_where)
+        stops = stop_token_ids(tokenizer, getattr(policy.generation_config, "eos_token_id", None), chat)
         t_gen = time.perf_counter()
         samples = generate_transformers(policy, tokenizer, prompt_ids, batch_size=settings["batch_size"],
-                                        device=device, desc=desc, **gen)
+                                        device=device, desc=desc, stop_ids=stops, **gen)
     t_score = time.perf_counter()
 
     from pgrpo.grpo.rewards import is_correct
@@ -136,6 +154,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         "num_samples": n,
     }
     record.update({f"pass@{k}": r.value for k, r in results.items()})
+    record["correct_counts"] = counts  # per problem, in the order of the samples file: pass@k for any k <= n
     record.update({
         "stderr": {f"pass@{k}": r.stderr for k, r in results.items()},
         "temperature": float(settings["temperature"]),
@@ -144,8 +163,10 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         "backend": backend,
         "device": device,
         "eval_seed": seed,
-        "prompt_template": settings["prompt_template"],
-        "chat_template": settings["chat_template"],
+        "prompt_template": template,
+        "chat_template": chat_setting,
+        "chat_template_used": chat,
+        "stop_token_ids": stops,
         "mean_completion_tokens": sum(all_tokens) / max(1, len(all_tokens)),
         "truncated_fraction": sum(all_truncated) / max(1, len(all_truncated)),
         "source": problems.source,
@@ -225,16 +246,84 @@ def eval_records_frame(eval_jsons: Sequence[str]):
     return frame
 
 
-def run_table1(eval_jsons: list[str], out_csv: str, out_md: str, out_tex: str) -> Table1:
+def run_table1(eval_jsons: list[str], out_csv: str, out_md: str, out_tex: str, out_html: str | None = None,
+               out_summary_csv: str | None = None) -> Table1:
     """Assemble Table 1 from per-(variant, benchmark) eval JSONs (written by :func:`run_evaluate`).
 
     Writes ``out_csv`` (long format: model, variant, G, seed, benchmark, metric, value as a fraction, n_problems,
-    num_samples), ``out_md`` and ``out_tex`` (rows benchmark x metric; per model Base, then each G descending as
-    mean ± s.d. over seeds in percent with 2 decimals). Returns the table's numbers.
+    num_samples), ``out_md``, ``out_tex`` and ``out_html`` (rows benchmark x metric, benchmarks in the order of the
+    JSONs, i.e. the config's; per model Base, then each G descending as mean ± s.d. over seeds in percent with 2
+    decimals) and ``out_summary_csv`` (every cell: mean, s.d., n, base, delta, mark). Returns the table's numbers.
     """
     frame = eval_records_frame(eval_jsons)
     table = build_table1(frame)
     write_csv(out_csv, frame)
     write_text(out_md, table1_markdown(table))
     write_text(out_tex, table1_latex(table))
+    if out_html:
+        write_text(out_html, table1_html(table))
+    if out_summary_csv:
+        write_csv(out_summary_csv, table1_summary(table))
     return table
+
+
+PASSK_COLUMNS = ["model", "variant", "column", "G", "seed", "benchmark", "k", "value", "n_problems", "num_samples"]
+
+
+def _correct_counts(path: str, record: dict) -> list[int]:
+    """A record's per-problem correct counts: its ``correct_counts``, else the ``n_correct`` of the samples file
+    beside it (``{stem}.samples.jsonl``, as rule evaluate writes it)."""
+    if "correct_counts" in record:
+        return [int(c) for c in record["correct_counts"]]
+    samples = Path(path).with_suffix(".samples.jsonl")
+    if not samples.is_file():
+        raise InputError(f"eval JSON {path}: no correct_counts and no samples file {samples}")
+    try:
+        return [int(json.loads(line)["n_correct"]) for line in samples.read_text().splitlines() if line.strip()]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"samples file {samples}: no n_correct per line ({one_line(exc)})") from None
+
+
+def passk_curves_frame(eval_jsons: Sequence[str]):
+    """The pass@k curve (k = 1..num_samples, unbiased estimator) of every (model, variant, benchmark), one row per k;
+    ``column`` is Table 1's (Base, G=16, ...), value a fraction. Benchmarks keep the order of the JSONs."""
+    import pandas as pd
+
+    if not eval_jsons:
+        raise InputError("pass@k curves: no eval JSON files given")
+    rows, seen = [], {}
+    for path in eval_jsons:
+        r = _read_eval_json(path)
+        key = (r["model"], r["variant"], r["benchmark"])
+        if key in seen:
+            raise InputError(f"eval JSON {path}: {'/'.join(map(str, key))} is also in {seen[key]}")
+        seen[key] = path
+        counts, n = _correct_counts(path, r), int(r["num_samples"])
+        if len(counts) != int(r["n_problems"]):
+            raise InputError(f"eval JSON {path}: {len(counts)} correct counts for {r['n_problems']} problems")
+        try:
+            curve = pass_at_k_curve(counts, n)
+        except ValueError as exc:
+            raise InputError(f"eval JSON {path}: {exc}") from None
+        column = "Base" if r["variant"] == "base" else f"G={r['G']}"
+        rows += [{"model": r["model"], "variant": r["variant"], "column": column, "G": r["G"], "seed": r["seed"],
+                  "benchmark": r["benchmark"], "k": k, "value": v, "n_problems": len(counts), "num_samples": n}
+                 for k, v in enumerate(curve, start=1)]
+    frame = pd.DataFrame(rows, columns=PASSK_COLUMNS)
+    frame["G"] = frame["G"].astype("Int64")
+    frame["seed"] = frame["seed"].astype("Int64")
+    return frame
+
+
+def run_passk_curves(eval_jsons: Sequence[str], out_csv: str, out_pdf: str | None = None,
+                     out_png: str | None = None):
+    """The pass@k curves of Table 1's evaluations: ``out_csv`` (:func:`passk_curves_frame`) and the figure (one panel
+    per benchmark, mean ± s.d. over seeds per Table 1 column). Returns the frame."""
+    from pgrpo.figures.evaluation import passk_figure
+    from pgrpo.figures.style import save_pdf_png
+
+    frame = passk_curves_frame(eval_jsons)
+    write_csv(out_csv, frame)
+    if out_pdf or out_png:
+        save_pdf_png(passk_figure(frame), out_pdf, out_png)
+    return frame

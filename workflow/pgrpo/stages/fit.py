@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 
 from pgrpo.atomic import read_json
 from pgrpo.errors import InputError
-from pgrpo.figures.fits import figure1, forecast_figure
+from pgrpo.figures.fits import figure1
 from pgrpo.figures.style import save_pdf_png
 from pgrpo.fit.forecast import forecast_curve
 from pgrpo.fit.laws import THREE_PHASE, get_law
@@ -241,13 +241,25 @@ def run_forecast(
     out_png: str | None = None,
     law: str = THREE_PHASE,
     out_pdf: str | None = None,
+    reward_range: Sequence[float] | None = None,
+    batch: float | None = None,
+    total_steps: float | None = None,
+    settings: Any = None,
 ) -> dict[str, Any]:
-    """Forecast one run from its first ``fraction`` of steps: plateau, t90 and the rest of ``column``; score it against
-    the full run; with ``meta_json`` also back out K from the early fit (Eq. 9). ``log_csv`` may be a contract
-    log.csv, any TRL-style CSV (``train/reward``, ``train/global_step`` ...) or a TRL ``trainer_state.json``.
-    Writes ``out_json`` (without it, prints :func:`describe_forecast` to stdout) and the figure to
-    ``out_png``/``out_pdf`` if given; returns the JSON payload."""
+    """Forecast one run from its first ``fraction`` of steps with the forecaster (:func:`pgrpo.fit.forecast.forecast_run`):
+    ``forecast`` at every step after the cut with 80%/95% intervals for the logged value, ``plateau`` and ``t90``
+    with bands, the mixture of laws, its score against persistence on the part of the log it has seen and (where the
+    log goes on) on the rest; the single ``law`` (Eq. 16 by default) fitted to the window and to the whole log is
+    kept beside it (``three_phase``), with ``K`` backed out of both through Eq. 9 when ``meta_json`` is given.
+
+    ``log_csv``: any saved log (:func:`pgrpo.stages.logs.read_run_log`: a workflow ``log.csv``, a TRL
+    ``trainer_state.json``, a bare ``log_history`` list, a TRL output folder, a CSV of TRL or W&B names).
+    ``reward_range``: the reward's declared range (a workflow run's meta.json implies [0, 1]); ``batch``: completions
+    per step (from the meta.json if omitted); ``total_steps``: the run's planned length (meta's ``max_steps``, else
+    the last logged step). Writes ``out_json`` (without it, prints :func:`describe_forecast`) and the figure."""
     from pgrpo.atomic import write_json
+    from pgrpo.fit.forecast import forecast_run
+    from pgrpo.fit.forecaster import ForecasterSettings, RunContext
     from pgrpo.stages.aggregate import load_log
 
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
@@ -258,25 +270,74 @@ def run_forecast(
     if column not in log.columns:
         available = ", ".join(c for c in log.columns if c != "step")
         raise InputError(f"column '{column}' is not in {log_csv} (columns: {available})")
-    total_steps = float(meta["max_steps"]) if meta and meta.get("max_steps") else None
-    result = forecast_curve(log["step"].to_numpy(float), log[column].to_numpy(float), fraction, law, total_steps,
-                            column)
-    payload: dict[str, Any] = {"log": str(log_csv), **_run_identity(log_csv, meta), **result.to_dict()}
+    if reward_range is not None:
+        if len(reward_range) != 2 or not float(reward_range[0]) < float(reward_range[1]):
+            raise InputError(f"reward range must be two numbers LO < HI, got {list(reward_range)}")
+        reward_range = (float(reward_range[0]), float(reward_range[1]))
+    elif meta is not None:
+        reward_range = (0.0, 1.0)  # the workflow's rewards and accuracies are binary
+    if batch is None and meta is not None and column == "reward":
+        batch = _completions_per_step(meta)
+    if total_steps is None and meta and meta.get("max_steps"):
+        total_steps = float(meta["max_steps"])
+    steps_all, values_all = log["step"].to_numpy(float), log[column].to_numpy(float)
+    eval_series = None
+    if column == "reward" and "eval_reward" in log.columns:
+        eval_series = (steps_all, log["eval_reward"].to_numpy(float))
+    cut_step = fraction * (float(total_steps) if total_steps is not None else float(np.nanmax(steps_all)))
+    if eval_series is not None:
+        keep = eval_series[0] <= cut_step
+        eval_series = (eval_series[0][keep], eval_series[1][keep])
+    context = RunContext(reward_range=reward_range, batch=batch,
+                         mu=float(meta["mu"]) if meta and meta.get("mu") is not None else None,
+                         k_ref=float(meta["k_ref"]) if meta and meta.get("k_ref") is not None else None,
+                         eval_series=eval_series)
+    result = forecast_run(steps_all, values_all, fraction, total_steps, context, settings or ForecasterSettings(),
+                          column)
+    legacy = forecast_curve(steps_all, values_all, fraction, law, total_steps, column)
+    payload: dict[str, Any] = {"log": str(log_csv), **_run_identity(log_csv, meta), **result.to_dict(),
+                               "method": "forecaster", "reward_range": list(reward_range) if reward_range else None,
+                               "batch": batch, "single_law": legacy.to_dict()}
+    payload.update(_summary_fields(result, legacy))
     if meta is not None and all(k in meta for k in ("eta", "mu", "k_ref")):
-        payload["theory_early"] = link_to_theory(result.early, float(meta["eta"]), float(meta["mu"]),
+        payload["theory_early"] = link_to_theory(legacy.early, float(meta["eta"]), float(meta["mu"]),
                                                  float(meta["k_ref"])).to_dict()
-        payload["theory_full"] = link_to_theory(result.full, float(meta["eta"]), float(meta["mu"]),
+        payload["theory_full"] = link_to_theory(legacy.full, float(meta["eta"]), float(meta["mu"]),
                                                 float(meta["k_ref"])).to_dict()
     if out_json:
         write_json(out_json, payload)
     else:
         print(describe_forecast(payload))
     if out_png or out_pdf:
-        from pgrpo.stages.fit import run_forecast_figure
+        from pgrpo.figures.forecasts import run_forecast_figure
 
-        run_forecast_figure(log["step"].to_numpy(float), log[column].to_numpy(float), result, out_png=out_png,
-                            out_pdf=out_pdf, title=_title(payload))
+        save_pdf_png(run_forecast_figure(steps_all, values_all, payload, _title(payload)), out_pdf, out_png)
     return payload
+
+
+def _summary_fields(result: Any, legacy: Any) -> dict[str, Any]:
+    """The per-run numbers :func:`run_forecast_summary` collects, from the forecaster (plateau, t90, held-out
+    RMSE) and the single law's full-run fit."""
+    nan = float("nan")
+    plateau = result.plateau.get("mean", nan) if result.success else nan
+    band = (result.plateau.get("hi80", nan) - result.plateau.get("lo80", nan)) if result.success else nan
+    observed = result.plateau_observed
+    full = legacy.plateau_full_fit
+    rise = observed - (legacy.full.R0 if legacy.full.success else nan)
+    t90 = result.t90.get("mean", nan) if result.success else nan
+    values = {
+        "plateau_forecast": plateau, "plateau_forecast_se": band / (2 * 1.2816),
+        "plateau_full_fit": full, "plateau_observed": observed,
+        "plateau_error_vs_full_fit": plateau - full, "plateau_error_vs_observed": plateau - observed,
+        "plateau_relative_error": (plateau - observed) / rise if rise else nan,
+        "t90_forecast": t90, "t90_forecast_se": (result.t90.get("hi80", nan) - result.t90.get("lo80", nan))
+        / (2 * 1.2816) if result.success else nan,
+        "t90_full_fit": legacy.t90_full_fit, "t90_error": t90 - legacy.t90_full_fit,
+        "holdout_rmse": result.held_out.get("rmse", nan), "persistence_rmse": result.held_out.get("persistence_rmse",
+                                                                                                  nan),
+        "holdout_r2": nan,
+    }
+    return _finite_or_none(values)
 
 
 _SUMMARY_FIELDS = ("plateau_forecast", "plateau_forecast_se", "plateau_full_fit", "plateau_observed",
@@ -301,7 +362,7 @@ def run_forecast_summary(
         if "fraction" not in data or "column" not in data:
             raise InputError(f"forecast {path} is not a forecast JSON (no 'fraction'/'column')")
         row = {"kind": "run", "model": data.get("model"), "G": data.get("G"), "seed": data.get("seed"),
-               "column": data["column"], "law": data.get("law"), "fraction": data["fraction"],
+               "column": data["column"], "law": data.get("method") or data.get("law"), "fraction": data["fraction"],
                "success": data.get("success"), "message": data.get("message"), "source": str(path)}
         row.update({k: _none_to_nan(data.get(k)) for k in _SUMMARY_FIELDS})
         records.append(row)
@@ -419,10 +480,3 @@ def run_figure1(
     columns = list(columns or fitted_columns or FIT_COLUMNS)
     fig = figure1(aggregates, fits, columns)
     save_pdf_png(fig, out_pdf, out_png)
-
-
-def run_forecast_figure(
-    steps: np.ndarray, values: np.ndarray, forecast: Any, out_png: str | None = None, out_pdf: str | None = None,
-    title: str = "",
-) -> None:
-    save_pdf_png(forecast_figure(steps, values, forecast, title), out_pdf, out_png)

@@ -3,21 +3,27 @@
 a TRL output folder (its ``trainer_state.json``, else the one of its latest ``checkpoint-N/``); a CSV of TRL or
 W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns).
 
-The rows are normalised by :func:`pgrpo.grpo.run_log.normalize_log`. A file that is not a log, an empty log, or one
-whose steps go backwards or repeat with other values gives one :class:`~pgrpo.errors.InputError` line naming the
-file (the CLI exits with status 2).
+The rows are normalised by :func:`pgrpo.grpo.run_log.normalize_log`. A file that is not a log, an empty log, a row
+without a step, steps that go backwards or a quantity logged twice at one step, and NaN or infinite values give one
+:class:`~pgrpo.errors.InputError` line naming the file (the CLI exits with status 2). With ``allow_non_finite`` the
+NaN/infinite values are read as missing and listed, per column, in ``frame.attrs["non_finite"]`` (the steps), which
+is how ``pgrpo diagnose --allow-nan`` reads a diverged run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.run_log import frame_from_log_history, normalize_log
+from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log
+
+_NON_FINITE_TOKENS = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -41,32 +47,63 @@ def resolve_log_path(path: str | Path) -> Path:
     return checkpoints[-1][1] / "trainer_state.json"
 
 
-def _json_frame(path: Path) -> pd.DataFrame:
+def _json_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     try:
         state = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"log {path} is not valid JSON: {str(error).splitlines()[0]}") from None
+    history = None
     if isinstance(state, list):
-        return frame_from_log_history(state, str(path))
-    if isinstance(state, dict) and isinstance(state.get("log_history"), list):
-        return frame_from_log_history(state["log_history"], str(path))
-    keys = ", ".join(list(state)[:8]) if isinstance(state, dict) else type(state).__name__
-    raise InputError(f"log {path} is neither a TRL trainer_state.json (a 'log_history' list) nor a bare log_history "
-                     f"list (found: {keys})")
+        history = state
+    elif isinstance(state, dict) and isinstance(state.get("log_history"), list):
+        history = state["log_history"]
+    if history is None:
+        keys = ", ".join(list(state)[:8]) if isinstance(state, dict) else type(state).__name__
+        raise InputError(f"log {path} is neither a TRL trainer_state.json (a 'log_history' list) nor a bare "
+                         f"log_history list (found: {keys})")
+    non_finite: dict[str, list[float]] = {}
+    for entry in history:
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if isinstance(value, float) and not math.isfinite(value) and key != "step":
+                    non_finite.setdefault(normalize_column(key), []).append(entry.get("step"))
+    return frame_from_log_history(history, str(path)), non_finite
 
 
-def _csv_frame(path: Path) -> pd.DataFrame:
+def _csv_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     try:
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
+        text = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
         raise InputError(f"log {path} is not a readable CSV: {str(error).splitlines()[0]}") from None
+    non_finite: dict[str, list[float]] = {}
+    step_column = next((c for c in text.columns if normalize_column(str(c).split(" - ")[-1]) in
+                        ("step", "global_step", "Step", "_step")), None)
+    for column in text.columns:
+        hits = text[column].str.strip().str.lower().isin(_NON_FINITE_TOKENS).to_numpy()
+        if hits.any() and column != step_column:
+            steps = (pd.to_numeric(text[step_column], errors="coerce").to_numpy()[hits] if step_column
+                     else np.flatnonzero(hits) + 1)
+            non_finite[normalize_column(str(column).split(" - ")[-1])] = [float(s) for s in steps]
+    return frame, non_finite
 
 
-def read_run_log(path: str | Path) -> pd.DataFrame:
-    """A run's per-step log, one row per step, under the workflow's column names (see the module docstring)."""
+def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFrame:
+    """A run's per-step log, one row per step, under the workflow's column names (see the module docstring).
+
+    NaN or infinite values raise InputError naming the first one, unless ``allow_non_finite``: then they are read as
+    missing and ``frame.attrs["non_finite"]`` maps each such column to the steps where it was non-finite."""
     file = resolve_log_path(path)
-    if file.suffix == ".json":
-        frame = _json_frame(file)
-    else:
-        frame = _csv_frame(file)
-    return normalize_log(frame, str(file))
+    frame, non_finite = _json_frame(file) if file.suffix == ".json" else _csv_frame(file)
+    if non_finite and not allow_non_finite:
+        column, steps = next(iter(non_finite.items()))
+        total = sum(len(v) for v in non_finite.values())
+        at = f"step {steps[0]:g}" if isinstance(steps[0], (int, float)) and math.isfinite(steps[0]) else "a row"
+        raise InputError(f"log {file}: '{column}' is NaN or infinite at {at} ({total} non-finite value(s) in "
+                         f"{len(non_finite)} column(s)); a diverged run? `pgrpo diagnose --allow-nan` reads them as "
+                         "a divergence")
+    frame = frame.replace([np.inf, -np.inf], np.nan)
+    out = normalize_log(frame, str(file))
+    out.attrs["non_finite"] = {column: sorted(float(s) for s in steps if isinstance(s, (int, float)))
+                               for column, steps in non_finite.items()}
+    return out

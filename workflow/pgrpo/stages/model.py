@@ -1,5 +1,6 @@
-"""Stages of the model rule group: ``make_synthetic_data`` (the default's data) and ``build_tiny_model`` (the
-default's tokenizer and model, warm-started), each written atomically.
+"""Stages of the model rule group: ``make_synthetic_data`` (the default's data), ``make_synthetic_suite`` (the graded
+benchmarks of Table 1's role on the default, Section 5.7) and ``build_tiny_model`` (the default's tokenizer and
+model, warm-started), each written atomically.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from pathlib import Path
 from pgrpo.atomic import atomic_dir, write_json
 from pgrpo.errors import InputError
 from pgrpo.grpo.data import PROMPT_TEMPLATE, format_prompt, read_jsonl
-from pgrpo.grpo.synthetic import make_splits, synthetic_settings
+from pgrpo.grpo.synthetic import (
+    TRAINING_SPLITS,
+    make_splits,
+    make_suite,
+    signature_of_answer,
+    suite_seed,
+    synthetic_settings,
+)
 from pgrpo.grpo.tiny_model import (
     build_model,
     build_tokenizer,
@@ -31,14 +39,50 @@ def run_make_synthetic(out_dir: str, cfg: dict | None = None) -> dict[str, int]:
     GSM8K-style worked solution ending in ``#### N``, plus ``meta.json`` (settings and counts). The directory
     appears whole or not at all. Returns the row counts."""
     settings = synthetic_settings(cfg)
+    settings.pop("suite")  # the graded sets are another stage's (run_make_suite): they never touch these files
     splits = make_splits(settings)
     counts = {k: len(v) for k, v in splits.items()}
     with atomic_dir(out_dir) as tmp:
         for split, probs in splits.items():
-            with open(tmp / f"{split}.jsonl", "w") as fh:
-                for p in probs:
-                    fh.write(json.dumps({"question": p.question, "answer": p.answer}) + "\n")
+            _write_problems(tmp / f"{split}.jsonl", probs)
         write_json(tmp / "meta.json", {"settings": settings, "counts": counts, "prompt_template": PROMPT_TEMPLATE})
+    return counts
+
+
+def _write_problems(path: Path, problems) -> None:
+    with open(path, "w") as fh:
+        fh.writelines(json.dumps({"question": p.question, "answer": p.answer}) + "\n" for p in problems)
+
+
+SPLITS = ("test", "val", "train", "sft", "ood")
+
+
+def run_make_suite(data_dir: str, out_dir: str, cfg: dict | None = None) -> dict[str, int]:
+    """Write the graded sets of ``synthetic.suite`` as ``{name}.jsonl`` (rows ``{"question", "answer"}``) and
+    ``meta.json`` (each set's settings, seed and count) into ``out_dir``, which appears whole or not at all.
+
+    Reads the splits written by :func:`run_make_synthetic` from ``data_dir``: no graded question (without its
+    distractor sentences) is one of theirs, and a ``held_out_mix`` set has no sequence of operations that the
+    training splits (sft, val, train) contain. The splits themselves are not touched. Returns the row counts.
+    """
+    settings = synthetic_settings(cfg)
+    data = Path(data_dir)
+    paths = {split: data / f"{split}.jsonl" for split in SPLITS}
+    rows = {split: _read_rows(path) if _require_file(path, "synthetic suite data_dir").stat().st_size else []
+            for split, path in paths.items() if split in TRAINING_SPLITS or path.is_file()}
+    exclude = {r["question"] for split_rows in rows.values() for r in split_rows}
+    signatures = {signature_of_answer(r["answer"]) for split in TRAINING_SPLITS for r in rows[split]}
+    suite = make_suite(settings, exclude=exclude, training_signatures=signatures)
+    counts = {name: len(problems) for name, problems in suite.items()}
+    with atomic_dir(out_dir) as tmp:
+        for name, problems in suite.items():
+            _write_problems(tmp / f"{name}.jsonl", problems)
+        write_json(tmp / "meta.json", {
+            "sets": {name: {**entry, "seed": suite_seed(settings["seed"], name)}
+                     for name, entry in settings["suite"].items()},
+            "counts": counts, "excluded_questions": len(exclude), "splits_read": sorted(rows),
+            "training_signatures": sorted("-".join(sig) for sig in signatures), "prompt_template": PROMPT_TEMPLATE,
+        })
     return counts
 
 

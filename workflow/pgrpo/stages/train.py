@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from pgrpo.errors import InputError
+from pgrpo.grpo.chat import add_stop_tokens, any_chat
 from pgrpo.grpo.checkpoints import CHECKPOINT_DIRNAME, model_stamp
 from pgrpo.grpo.trainer import check_dataset, guard_reward, preflight_reward, train_grpo
 from pgrpo.grpo.training_config import build_grpo_config, resolve_training, validate_training
@@ -31,6 +32,8 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
 
     ``model`` = {name, id, path, ...} (path overrides id), ``data`` = the ``data:`` section (train/eval specs),
     ``training`` = the ``training:`` section (:data:`TRAINING_DEFAULTS`). A re-run resumes from the last checkpoint.
+    With a chat template (``data.*.chat_template``) generation stops at the template's end-of-turn token: it is
+    added to the model's generation config (what TRL stops at and masks by, and what the merged model saves).
     """
     import torch
 
@@ -60,9 +63,7 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
         preflight_reward(guard_reward(rewards.accuracy_reward), train_set)
         return train_set, eval_set
 
-    uses_chat = any(
-        (spec or {}).get("chat_template") not in (None, False, "false") for spec in (data["train"], data.get("eval"))
-    )
+    uses_chat = any_chat((spec or {}).get("chat_template") for spec in (data["train"], data.get("eval")))
     if not uses_chat:  # data and reward errors surface before the (possibly large) model is loaded
         train_set, eval_set = load_datasets(None)
     # Under `accelerate launch` with DeepSpeed ZeRO-3, the training arguments must exist before from_pretrained so
@@ -74,6 +75,14 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
     del zero3_hook
     if uses_chat:
         train_set, eval_set = load_datasets(tokenizer)
+    chat = isinstance(train_set[0]["prompt"], list)  # conversational rows: TRL renders them with the template
+    stops = add_stop_tokens(policy, tokenizer, chat)
+
+    def load_base_model():
+        base = load_model_and_tokenizer(model, dtype=dtype)[0]
+        add_stop_tokens(base, tokenizer, chat)  # the merged model stops where the trained one did
+        return base
+
     train_grpo(
         model=policy,
         tokenizer=tokenizer,
@@ -85,8 +94,9 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
         seed=seed,
         out_dir=out_dir,
         model_name=name,
-        load_base_model=lambda: load_model_and_tokenizer(model, dtype=dtype)[0],
+        load_base_model=load_base_model,
         provenance={"model": model_stamp(model), "data": data},
+        stop_token_ids=stops,
     )
 
 

@@ -150,24 +150,40 @@ def fit_table_latex(table: Any, model: str) -> str:
 
 
 def describe_forecast(payload: Mapping[str, Any]) -> str:
-    """A few lines in words: what was fitted, the forecast plateau and t90, and how they compare with the run."""
-    lines = [f"{_title(payload)}: {payload['column']}, {payload['law']} on the first {payload['fraction']:.0%} of "
+    """A few lines in words: the mixture fitted, the forecast plateau and t90 with their 80% bands, how it scored
+    against persistence on what it has seen and, where the log goes on, on the rest."""
+    lines = [f"{_title(payload)}: {payload['column']}, forecaster on the first {payload['fraction']:.0%} of "
              f"{_fmt(payload.get('total_steps'), 0)} steps"]
     if not payload.get("success"):
         return "\n".join(lines + [payload.get("message", "no forecast")])
-    lines.append(f"  plateau R_inf: forecast {_with_se(_none_to_nan(payload['plateau_forecast']), _none_to_nan(payload['plateau_forecast_se']))}"
-                 f", full-run fit {_fmt(payload.get('plateau_full_fit'))}, observed {_fmt(payload.get('plateau_observed'))}")
-    lines.append(f"  t90 (steps):  forecast {_with_se(_none_to_nan(payload['t90_forecast']), _none_to_nan(payload['t90_forecast_se']))}"
-                 f", full-run fit {_fmt(payload.get('t90_full_fit'), 0)}")
-    if payload.get("holdout_rmse") is not None:
-        lines.append(f"  rest of the curve: RMSE {_fmt(payload['holdout_rmse'])} "
-                     f"(persistence {_fmt(payload.get('persistence_rmse'))})")
+    plateau, t90 = payload.get("plateau") or {}, payload.get("t90") or {}
+    lines.append(f"  mixture: {payload.get('law')}")
+    lines.append(f"  plateau (mean of the last 10% of steps): {_band(plateau)}"
+                 f"; observed {_fmt(payload.get('plateau_observed'))}")
+    lines.append(f"  t90 (steps): {_band(t90, 0)}")
+    seen = payload.get("seen") or {}
+    if seen.get("ratio") is not None:
+        lines.append(f"  on the part already seen (first half of the window -> second half): RMSE "
+                     f"{_fmt(seen.get('rmse'))} vs persistence {_fmt(seen.get('persistence_rmse'))}")
+    held = payload.get("held_out") or {}
+    if held.get("rmse") is not None:
+        lines.append(f"  rest of the log: RMSE {_fmt(held['rmse'])} (persistence {_fmt(held.get('persistence_rmse'))})"
+                     f", 80% interval covers {_fmt(100 * _none_to_nan(held.get('coverage80')), 0)}%")
     theory = payload.get("theory_early")
     if theory:
-        lines.append(f"  Eq. 9 from the early fit: K = {_with_se(_none_to_nan(theory.get('K')), _none_to_nan(theory.get('K_se')))}"
+        lines.append(f"  Eq. 9 from the early three-phase fit: K = "
+                     f"{_with_se(_none_to_nan(theory.get('K')), _none_to_nan(theory.get('K_se')))}"
                      + (f", regime {theory['regime']}" if theory.get("regime") else f" ({theory.get('message')})"))
-    lines.append(f"  {payload.get('message', '')}")
+    for note in payload.get("notes") or []:
+        lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _band(record: Mapping[str, Any], digits: int = 3) -> str:
+    mean, lo, hi = (_none_to_nan(record.get(k)) for k in ("mean", "lo80", "hi80"))
+    if not math.isfinite(mean):
+        return "not reached within the run"
+    return f"{_fmt(mean, digits)} (80%: {_fmt(lo, digits)} to {_fmt(hi, digits)})"
 
 
 def _title(payload: Mapping[str, Any]) -> str:

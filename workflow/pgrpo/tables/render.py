@@ -43,10 +43,11 @@ def latex_table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "",
                styles: Mapping[tuple[int, int], str] | None = None, header_rows: int = 1,
-               extra_header: Sequence[tuple[str, int]] | None = None) -> str:
+               extra_header: Sequence[tuple[str, int]] | None = None, notes: str = "") -> str:
     """A self-contained HTML ``<table>``; cell text is escaped, ``styles[(row, col)]`` is a CSS declaration for a body
     cell (e.g. ``"color:#1a7f37;font-weight:bold"``), ``extra_header`` an optional first header row of
-    ``(text, colspan)`` groups.
+    ``(text, colspan)`` groups, ``notes`` an optional footnote row under the body. The first ``header_rows`` columns
+    are left-aligned, the rest right-aligned.
     """
     styles = styles or {}
     out = ['<table style="border-collapse:collapse;font-family:sans-serif;font-size:90%">']
@@ -68,8 +69,19 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: s
                 style += ";" + styles[(i, j)]
             tds.append(f'<td style="{style}">{html.escape(str(value))}</td>')
         out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody>")
+    if notes:
+        out.append(f'<tfoot><tr><td colspan="{len(headers)}" style="padding:6px 8px;font-size:90%;color:#444">'
+                   f"{html.escape(notes)}</td></tr></tfoot>")
+    out.append("</table>")
     return "\n".join(out) + "\n"
+
+
+def html_page(title: str, body: str) -> str:
+    """A minimal standalone HTML page (UTF-8, a heading) around ``body``, e.g. one or more :func:`html_table`."""
+    name = html.escape(title)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>{name}</title></head>\n'
+            f'<body style="font-family:sans-serif">\n<h3>{name}</h3>\n{body}</body>\n</html>\n')
 
 
 def frame_cells(frame: Any, floatfmt: str = "{:.3g}", missing: str = "", escape=None) -> tuple[list[str], list[list[str]]]:

@@ -1,5 +1,7 @@
-"""Table 1 (Section 5.7): pass@1 and pass@5 per benchmark, Base | G columns per model, mean ± s.d. over seeds;
-green above base, bold green the best per model, red below base.
+"""Table 1 (Section 5.7): pass@1 and pass@5 per benchmark, Base | G columns per model (G descending, as the paper),
+mean ± s.d. over seeds; green above base, bold green the best per model, red below base. Views: Markdown (the change
+against base in parentheses, bold the best), LaTeX (xcolor), HTML (the colours, as in the paper) and the cells as a
+data frame (:func:`table1_summary`).
 """
 
 from __future__ import annotations
@@ -9,9 +11,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pgrpo.grpo.pass_at_k import PASS_AT_K_KEY
-from pgrpo.tables.render import latex_escape, markdown_table
+from pgrpo.tables.render import html_page, html_table, latex_escape, markdown_table
 
 _GREEN, _RED = r"\textcolor{green!50!black}", r"\textcolor{red}"
+
+#: CSS of a trained cell by its mark (:meth:`Table1.mark`)
+HTML_STYLES = {"best": "color:#1a7f37;font-weight:bold", "better": "color:#1a7f37", "worse": "color:#cf222e"}
+
+#: a trained mean within this many percentage points of the base is neither green nor red (it prints equal)
+EQUAL_TOLERANCE = 0.005
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,23 @@ class Table1:
         if not top > base.mean + 1e-12:
             return set()
         return {c for c, cell in trained.items() if abs(cell.mean - top) <= 1e-9}
+
+    def mark(self, benchmark: str, metric: str, model: str, column: str) -> str:
+        """``"base"``, ``"missing"``, or how a trained cell compares with the base: ``"best"`` (bold green),
+        ``"better"`` (green), ``"worse"`` (red), ``"equal"`` (within :data:`EQUAL_TOLERANCE`) or ``"no base"``."""
+        cell = self.cells.get((benchmark, metric, model, column))
+        if cell is None:
+            return "missing"
+        if column == "Base":
+            return "base"
+        base = self.base(benchmark, metric, model)
+        if base is None:
+            return "no base"
+        if abs(cell.mean - base.mean) < EQUAL_TOLERANCE:
+            return "equal"
+        if cell.mean < base.mean:
+            return "worse"
+        return "best" if column in self.best_column(benchmark, metric, model) else "better"
 
 
 def build_table1(frame) -> Table1:
@@ -125,14 +150,14 @@ def _latex_cell(table: Table1, benchmark: str, metric: str, model: str, column: 
         return f"{cell.mean:.2f}"
     sd = "n/a" if math.isnan(cell.sd) else f"{cell.sd:.2f}"
     text = f"{cell.mean:.2f}$\\pm${sd}"
-    base = table.base(benchmark, metric, model)
-    if base is None or abs(cell.mean - base.mean) < 0.005:
-        return text
-    if cell.mean > base.mean:
-        if column in table.best_column(benchmark, metric, model):
-            return f"{_GREEN}{{\\textbf{{{text}}}}}"
+    mark = table.mark(benchmark, metric, model, column)
+    if mark == "best":
+        return f"{_GREEN}{{\\textbf{{{text}}}}}"
+    if mark == "better":
         return f"{_GREEN}{{{text}}}"
-    return f"{_RED}{{{text}}}"
+    if mark == "worse":
+        return f"{_RED}{{{text}}}"
+    return text
 
 
 def table1_latex(table: Table1) -> str:
@@ -166,3 +191,61 @@ def table1_latex(table: Table1) -> str:
         r"\label{tab:ood}", r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
+
+
+TABLE1_NOTE = ("pass@k in %. Base: the untrained model; G = 16, G = 4: mean ± s.d. over seeds (sample s.d.; n/a with "
+               "one seed). Green: better than the model's base; bold green: the model's best configuration; red: worse "
+               "than base.")
+
+
+def table1_html(table: Table1, title: str = "Table 1: out-of-distribution evaluation, pass@k (%)") -> str:
+    """HTML view as in the paper: per model a Base | G=16 | G=4 group, green/bold green/red against the base, a rule
+    between benchmarks; a standalone page (the Snakemake report shows it)."""
+    header = ["Benchmark", "Metric"] + [c for m in table.models for c in table.columns[m]]
+    groups = [("", 2)] + [(m, len(table.columns[m])) for m in table.models]
+    rows, styles = [], {}
+    for benchmark in table.benchmarks:
+        for i, metric in enumerate(table.metrics):
+            r = len(rows)
+            row = [f"{benchmark} ({table.sizes[benchmark]})" if i == 0 else "", metric]
+            j = 2
+            for m in table.models:
+                for c in table.columns[m]:
+                    cell = table.cells.get((benchmark, metric, m, c))
+                    row.append("–" if cell is None else _number(cell, with_sd=c != "Base"))
+                    css = HTML_STYLES.get(table.mark(benchmark, metric, m, c))
+                    if css:
+                        styles[(r, j)] = css
+                    j += 1
+            if i == 0 and r:
+                for col in range(len(row)):
+                    extra = f";{styles[(r, col)]}" if (r, col) in styles else ""
+                    styles[(r, col)] = "border-top:1px solid #ccc" + extra
+            rows.append(row)
+    return html_page(title, html_table(header, rows, styles=styles, header_rows=2, extra_header=groups,
+                                       notes=TABLE1_NOTE))
+
+
+SUMMARY_COLUMNS = ["benchmark", "n_problems", "metric", "model", "column", "mean", "sd", "n", "base", "delta", "mark"]
+
+
+def table1_summary(table: Table1):
+    """Every cell of Table 1 as a row (percent): benchmark, n_problems, metric, model, column (Base, G=16, ...), mean,
+    sd (NaN with one seed), n (seeds), the model's base mean, delta = mean - base, and the cell's mark."""
+    import pandas as pd
+
+    rows = []
+    for benchmark in table.benchmarks:
+        for metric in table.metrics:
+            for m in table.models:
+                base = table.base(benchmark, metric, m)
+                for c in table.columns[m]:
+                    cell = table.cells.get((benchmark, metric, m, c))
+                    if cell is None:
+                        continue
+                    rows.append({"benchmark": benchmark, "n_problems": table.sizes[benchmark], "metric": metric,
+                                 "model": m, "column": c, "mean": cell.mean, "sd": cell.sd, "n": cell.n,
+                                 "base": base.mean if base else float("nan"),
+                                 "delta": cell.mean - base.mean if base else float("nan"),
+                                 "mark": table.mark(benchmark, metric, m, c)})
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

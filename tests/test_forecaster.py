@@ -1,0 +1,289 @@
+"""The forecaster and its baselines (pgrpo.fit.forecaster, pgrpo.fit.baselines, pgrpo.fit.forecast.forecast_run):
+intervals that cover at their nominal rate on curves with known parameters and noise, each baseline recovering its
+own generating law, falling and flat curves forecast (not refused), the law constraints (reward range, sampling
+interval), `pgrpo forecast` on every saved log format, and the benchmark protocol end to end on a tiny corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from pgrpo.cli import main
+from pgrpo.fit.baselines import BASELINES, FAMILIES, baseline_forecast, fit_family
+from pgrpo.fit.benchmark import Curve, default_methods, run_protocol, summarize
+from pgrpo.fit.deviation import fit_deviation
+from pgrpo.fit.forecast import forecast_run
+from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window
+from pgrpo.fit.intervals import crps_from_samples, interval_score, robust_noise_sd
+from pgrpo.fit.laws import EXPONENTIAL, LAWS, THREE_PHASE, UNDERDAMPED
+from pgrpo.fit.least_squares import fit_law, resolvable_rate
+
+T = np.arange(1, 401, dtype=float)
+EARLY = T <= 100
+
+
+def three_phase(t, r0=0.1, rinf=0.7, omega=0.02):
+    return LAWS[THREE_PHASE].curve(t, {"R0": r0, "R_inf": rinf, "omega_n": omega})
+
+
+# --- intervals: nominal coverage on curves with known parameters and noise -----------------------------------------
+
+
+@pytest.mark.parametrize("sigma", [0.03, 0.08])
+def test_intervals_cover_at_their_nominal_rate(sigma):
+    """Over 40 noisy three-phase curves (random plateau and rate, the inflection inside the window) the 80% and 95%
+    intervals of the held-out logged values cover 80% and 95% of them, within simulation error."""
+    rng = np.random.default_rng(1)
+    hits80, hits95, points = 0, 0, 0
+    for _ in range(40):
+        rinf, omega = rng.uniform(0.5, 0.9), rng.uniform(0.02, 0.05)
+        y = three_phase(T, 0.1, rinf, omega) + rng.normal(0, sigma, T.size)
+        p = forecast_early_window(T[EARLY], y[EARLY], T[~EARLY], settings=ForecasterSettings(draws=300))
+        held = y[~EARLY]
+        hits80 += int(np.sum((held >= p.intervals["lo80"]) & (held <= p.intervals["hi80"])))
+        hits95 += int(np.sum((held >= p.intervals["lo95"]) & (held <= p.intervals["hi95"])))
+        points += held.size
+    # 40 curves: a curve's misses are correlated (a biased plateau misses a run of points), s.e. ~ 0.03
+    assert hits80 / points == pytest.approx(0.80, abs=0.08)
+    assert hits95 / points == pytest.approx(0.95, abs=0.04)
+
+
+def test_the_point_forecast_tracks_the_generating_curve():
+    rng = np.random.default_rng(2)
+    truth = three_phase(T, 0.1, 0.7, 0.03)
+    y = truth + rng.normal(0, 0.03, T.size)
+    p = forecast_early_window(T[EARLY], y[EARLY], T[~EARLY], RunContext(reward_range=(0.0, 1.0)))
+    assert np.sqrt(np.mean((p.mean - truth[~EARLY]) ** 2)) < 0.03
+    naive = baseline_forecast("persistence", T[EARLY], y[EARLY], T[~EARLY])
+    assert np.sqrt(np.mean((y[~EARLY] - p.mean) ** 2)) < np.sqrt(np.mean((y[~EARLY] - naive.mean) ** 2))
+
+
+def test_scores_by_hand():
+    y = np.array([0.0, 1.0, 2.0])
+    lo, hi = np.array([0.5, 0.5, 0.5]), np.array([1.5, 1.5, 1.5])
+    # widths 1; misses 0.5 below and 0.5 above, each penalised 2/alpha = 10 at level 0.8
+    assert interval_score(y, lo, hi, 0.8) == pytest.approx((1 + 1 + 1 + 10 * 0.5 + 10 * 0.5) / 3)
+    # CRPS of a point mass at 0 against y = 1 is 1; of a two-point {0, 2} against 1: E|X-y| - E|X-X'|/2 = 1 - 0.5
+    assert crps_from_samples(np.zeros((4, 1)), np.array([1.0])) == pytest.approx(1.0)
+    assert crps_from_samples(np.array([[0.0], [2.0]]), np.array([1.0])) == pytest.approx(0.5)
+    rng = np.random.default_rng(0)
+    assert robust_noise_sd(np.cumsum(np.full(2000, 0.01)) + rng.normal(0, 0.1, 2000)) == pytest.approx(0.1, rel=0.1)
+
+
+def test_the_deviation_model_finds_white_noise_white_and_a_persistent_offset_persistent():
+    rng = np.random.default_rng(3)
+    t = np.arange(200, dtype=float)
+    white = fit_deviation(t, rng.normal(0, 1, t.size))
+    assert white.white_weight > 0.3
+    ou = np.zeros(t.size)
+    for i in range(1, t.size):
+        ou[i] = 0.97 * ou[i - 1] + rng.normal(0, 0.25)
+    ou += 2.0  # a run sitting above its mean trajectory at the cut
+    dev = fit_deviation(t, ou + rng.normal(0, 0.1, t.size))
+    mean, var, _ = dev.forecast(t[-1] + np.array([1.0, 1000.0]))
+    assert dev.white_weight < 0.05
+    assert dev.weights @ mean[:, 0] > 1.0  # the deviation persists one step on
+    assert abs(dev.weights @ mean[:, 1]) < 0.2 * abs(dev.weights @ mean[:, 0])  # and has relaxed 1000 steps on
+
+
+# --- baselines recover their own laws -----------------------------------------------------------------------------
+
+
+FAMILY_TRUTH = {
+    "exponential": (0.1, 0.8, 0.01),
+    "sigmoid": (0.1, 0.8, 120.0, 3.0),
+    "power_law": (0.1, 0.02, 0.6),
+    "mmf": (0.8, 0.1, 0.01, 2.0),
+    "pow3": (0.8, 2.0, 0.7),
+    "janoschek": (0.8, 0.1, 1e-4, 1.8),
+    "weibull": (0.8, 0.1, 0.008, 1.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_TRUTH))
+def test_each_baseline_family_recovers_its_generating_law(name):
+    rng = np.random.default_rng(4)
+    truth = FAMILIES[name].curve(T, *FAMILY_TRUTH[name])
+    fit = fit_family(name, T, truth + rng.normal(0, 0.01, T.size))
+    assert fit.success
+    assert np.sqrt(np.mean((fit.predict(T) - truth) ** 2)) < 0.004  # well under the noise (0.01)
+    if name in ("exponential", "sigmoid", "power_law"):
+        # in data units: the amplitudes directly, the rate through the time scale
+        p = fit.params
+        if name == "exponential":
+            assert fit.y_mean + fit.y_scale * p[1] == pytest.approx(0.8, abs=0.01)
+            assert p[2] / fit.t_scale == pytest.approx(0.01, rel=0.05)
+        if name == "sigmoid":
+            assert p[2] * fit.t_scale == pytest.approx(120.0, rel=0.05)
+            assert p[3] == pytest.approx(3.0, rel=0.1)
+        if name == "power_law":
+            assert p[2] == pytest.approx(0.6, abs=0.05)
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_every_baseline_forecasts_with_ordered_intervals(name):
+    rng = np.random.default_rng(5)
+    y = three_phase(T) + rng.normal(0, 0.03, T.size)
+    p = baseline_forecast(name, T[EARLY], y[EARLY], T[~EARLY])
+    assert p.success and p.mean.shape == (int((~EARLY).sum()),)
+    assert np.all(p.intervals["lo95"] <= p.intervals["lo80"]) and np.all(p.intervals["lo80"] <= p.mean + 1e-9)
+    assert np.all(p.intervals["hi80"] <= p.intervals["hi95"])
+
+
+def test_persistence_carries_the_last_tenth_of_the_window_forward():
+    y = np.concatenate([np.zeros(90), np.ones(10)])
+    p = baseline_forecast("persistence", T[:100], y, T[100:])
+    assert np.all(p.mean == 1.0)
+
+
+def test_domhan_ensemble_recovers_an_mmf_curve():
+    rng = np.random.default_rng(6)
+    truth = FAMILIES["mmf"].curve(T, *FAMILY_TRUTH["mmf"])
+    p = baseline_forecast("domhan", T[:200], truth[:200] + rng.normal(0, 0.01, 200), T[200:])
+    assert np.sqrt(np.mean((p.mean - truth[200:]) ** 2)) < 0.02
+    assert set(p.details["families"]) <= {"mmf", "pow3", "janoschek", "weibull"}
+
+
+# --- curves that fall or never rise get a forecast ----------------------------------------------------------------
+
+
+def test_a_falling_curve_gets_a_falling_forecast():
+    rng = np.random.default_rng(7)
+    truth = 0.3 + 0.5 * np.exp(-T / 80.0)
+    y = truth + rng.normal(0, 0.02, T.size)
+    result = forecast_run(T, y, 0.25, context=RunContext(reward_range=(0.0, 1.0)))
+    assert result.success
+    mean = np.asarray(result.forecast["mean"])
+    assert mean[-1] < y[EARLY][-10:].mean() - 0.05
+    assert abs(result.plateau["mean"] - truth[-40:].mean()) < 0.1
+    assert result.plateau["lo80"] <= result.plateau["mean"] <= result.plateau["hi80"]
+
+
+def test_a_flat_curve_gets_a_flat_forecast_with_its_noise():
+    rng = np.random.default_rng(8)
+    y = 0.4 + rng.normal(0, 0.05, T.size)
+    result = forecast_run(T, y, 0.25)
+    assert result.success
+    mean = np.asarray(result.forecast["mean"])
+    assert np.all(np.abs(mean - 0.4) < 0.03)
+    held = y[~EARLY]
+    inside = (held >= np.asarray(result.forecast["lo80"])) & (held <= np.asarray(result.forecast["hi80"]))
+    assert 0.65 <= inside.mean() <= 0.95
+    assert set(result.mixture) >= {"flat", "exponential", "three_phase"}
+
+
+# --- what the data can show: the reward's range and the sampling interval -------------------------------------------
+
+
+def test_an_alias_of_the_sampling_grid_is_not_fitted():
+    """Points 25 steps apart cannot show 0.49 rad/step (the issue's G=4 eval curve): the underdamped fit is held to
+    at most pi / (2 * 25) rad/step."""
+    t = np.arange(0, 301, 25, dtype=float)
+    rng = np.random.default_rng(9)
+    y = three_phase(t, 0.2, 0.5, 0.02) + 0.03 * np.cos(0.49 * t) + rng.normal(0, 0.01, t.size)
+    fit = fit_law(t, y, UNDERDAMPED)
+    assert resolvable_rate(t) == pytest.approx(math.pi / 50)
+    assert fit.success and fit.params["omega_n"] <= math.pi / 50 + 1e-9
+    assert fit.derived["omega_d"] <= math.pi / 50 + 1e-9
+
+
+def test_the_plateau_stays_inside_the_reward_range():
+    t = np.arange(1, 76, dtype=float)
+    y = np.linspace(0.2, 0.8, t.size) + np.random.default_rng(10).normal(0, 0.01, t.size)  # no bend: any plateau
+    free = fit_law(t, y, EXPONENTIAL)
+    bounded = fit_law(t, y, EXPONENTIAL, reward_range=(0.0, 1.0))
+    assert free.success and free.R_inf > 1.0
+    assert "longer than the data's span" in free.message  # the time scale is not constrained, and it says so
+    assert bounded.success and bounded.R_inf <= 1.0 + 1e-9 and "range bound" in bounded.message
+
+
+# --- `pgrpo forecast` on every saved log format ---------------------------------------------------------------------
+
+
+def _history(seed: int = 11) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    y = three_phase(T, 0.1, 0.7, 0.03) + rng.normal(0, 0.03, T.size)
+    history = [{"step": int(s), "reward": float(v), "loss": 0.0} for s, v in zip(T, y)]
+    history += [{"step": int(s), "eval_reward": float(three_phase(np.array([s]))[0]), "eval_loss": 0.1}
+                for s in T[::50]]
+    return sorted(history, key=lambda e: e["step"])
+
+
+def _write_formats(tmp_path):
+    history = _history()
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 400, "log_history": history}))
+    (tmp_path / "history.json").write_text(json.dumps(history))
+    folder = tmp_path / "trl_output" / "checkpoint-400"
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    rows = [e for e in history if "reward" in e]
+    pd.DataFrame({"Step": [e["step"] for e in rows], "run-x - train/reward": [e["reward"] for e in rows]}).to_csv(
+        tmp_path / "wandb.csv", index=False)
+    pd.DataFrame({"step": [e["step"] for e in rows], "reward": [e["reward"] for e in rows]}).to_csv(
+        tmp_path / "log.csv", index=False)
+    return {"trainer_state": tmp_path / "trainer_state.json", "log_history": tmp_path / "history.json",
+            "output_folder": tmp_path / "trl_output", "wandb_csv": tmp_path / "wandb.csv",
+            "workflow_csv": tmp_path / "log.csv"}
+
+
+@pytest.mark.parametrize("fmt", ["trainer_state", "log_history", "output_folder", "wandb_csv", "workflow_csv"])
+def test_pgrpo_forecast_writes_the_json_for_every_log_format(tmp_path, fmt):
+    path = _write_formats(tmp_path)[fmt]
+    out, fig = tmp_path / "f.json", tmp_path / "f.png"
+    assert main(["forecast", str(path), "--fraction", "0.25", "--json", str(out), "--png", str(fig)]) == 0
+    data = json.loads(out.read_text())
+    assert data["success"] and data["method"] == "forecaster" and data["law"]
+    forecast = data["forecast"]
+    assert set(forecast) == {"step", "mean", "lo80", "hi80", "lo95", "hi95"}
+    assert forecast["step"] == [float(s) for s in T if s > 100]  # every logged step after the cut
+    for key in ("lo95", "lo80", "mean", "hi80", "hi95"):
+        assert len(forecast[key]) == 300
+    assert np.all(np.asarray(forecast["lo80"]) <= np.asarray(forecast["hi80"]))
+    assert set(data["plateau"]) >= {"mean", "lo80", "hi80"} and set(data["t90"]) >= {"mean", "lo80", "hi80"}
+    assert abs(data["plateau"]["mean"] - 0.7) < 0.05
+    assert data["seen"]["persistence_rmse"] > 0 and data["held_out"]["ratio"] < 1
+    assert sum(data["mixture"].values()) == pytest.approx(1.0)
+    assert fig.stat().st_size > 0
+
+
+def test_pgrpo_forecast_extends_a_run_in_progress_to_its_planned_length(tmp_path):
+    path = _write_formats(tmp_path)["trainer_state"]
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(path), "--fraction", "0.5", "--total-steps", "800", "--reward-range", "0", "1",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["cutoff_step"] == 400 and data["forecast"]["step"][-1] == 800.0
+    assert max(data["forecast"]["hi95"]) <= 1.0  # the logged value stays in the declared range
+
+
+def test_pgrpo_forecast_refuses_a_bad_range_in_one_line(tmp_path, capsys):
+    path = _write_formats(tmp_path)["workflow_csv"]
+    assert main(["forecast", str(path), "--reward-range", "1", "0"]) == 2
+    assert "reward range" in capsys.readouterr().err
+
+
+# --- the benchmark protocol on a tiny corpus ------------------------------------------------------------------------
+
+
+def test_benchmark_protocol_scores_every_method_and_summarises(tmp_path):
+    from pgrpo.stages.forecast_benchmark import run_forecast_benchmark
+
+    rng = np.random.default_rng(12)
+    t = np.arange(0, 121, dtype=float)
+    corpus = [Curve(f"c{i}", "bandit" if i < 2 else "real", "dev" if i % 2 == 0 else "holdout", "reward", t,
+                    three_phase(t, 0.1, 0.6 + 0.1 * i, 0.04) + rng.normal(0, 0.03, t.size),
+                    context=RunContext(reward_range=(0.0, 1.0)), provenance={"source": "synthetic"})
+                for i in range(4)]
+    rows = run_protocol(corpus, default_methods(), fractions=[0.25])
+    assert {r["method"] for r in rows} >= set(BASELINES) | {"forecaster"}
+    summary = summarize(rows)
+    overall = [r for r in summary if r["part"] == "overall" and r["split"] == "all" and r["method"] == "forecaster"]
+    assert overall and 0 <= overall[0]["coverage80"] <= 1
+    result = run_forecast_benchmark(corpus, default_methods(), str(tmp_path / "b.csv"), str(tmp_path / "b.md"),
+                                    str(tmp_path / "b.png"), fractions=[0.25])
+    text = (tmp_path / "b.md").read_text()
+    assert "## Verdict at f = 0.25" in text and "forecaster" in text and "## Corpus" in text
+    assert (tmp_path / "b.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "b.csv")) == len(result["rows"])

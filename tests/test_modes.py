@@ -1,0 +1,387 @@
+"""The seven failure modes of ``pgrpo diagnose`` (pgrpo.diagnose.modes) and the toolkit's rule set.
+
+Each mode fires on a log built to show it (the planted logs of benchmarks/diagnose/planted.py, simulated from GRPO's
+mechanics with a fixed seed, and small hand-built logs) and stays silent on the others and on healthy logs; its
+``onset_step`` lands within ``max(10% of the step span, 2 logging intervals)`` of the planted onset. The pairs a
+practitioner confuses are told apart: degeneracy vs saturation, entropy collapse vs explosion vs benign sharpening,
+no learning vs learning, regression vs a noisy plateau, recurring spikes vs an isolated one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pgrpo.cli import main
+from pgrpo.diagnose.modes.record import MODES
+from pgrpo.diagnose.records import RunCurves
+from pgrpo.diagnose.settings import diagnostics_config
+from pgrpo.errors import InputError
+from pgrpo.stages.diagnose import diagnose_log, run_diagnose, run_diagnostics
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _planted_module():
+    spec = importlib.util.spec_from_file_location("planted", ROOT / "benchmarks" / "diagnose" / "planted.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PLANTED = _planted_module()
+CASES = PLANTED.planted_logs(PLANTED.SEED)
+
+
+def write_log(tmp_path: Path, name: str, history, **extra) -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"log_history": history, **extra}))
+    return path
+
+
+def diagnose(path: Path, meta=None, **modes):
+    config = diagnostics_config({"modes": modes} if modes else None)
+    return diagnose_log(str(path), meta=meta, config=config)
+
+
+@pytest.fixture(scope="module")
+def planted_reports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("planted")
+    return {name: diagnose(write_log(folder, name, case["log_history"]), case["meta"])
+            for name, case in CASES.items()}
+
+
+def tolerance(report) -> float:
+    data = report.to_dict()
+    span = data["last_step"] - data["first_step"]
+    return max(0.1 * span, 2 * span / max(data["n_steps"] - 1, 1))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_planted_mode_is_flagged_exactly_where_planted(planted_reports, name):
+    report = planted_reports[name]
+    modes = report.to_dict()["modes"]
+    for mode in MODES:
+        truth = CASES[name]["labels"][mode]
+        if truth["label"] is None:
+            continue
+        got = modes[mode]
+        assert bool(got["flagged"]) == truth["label"], (mode, got["verdict"], got["reason"])
+        if truth["label"] and truth["onset_step"] is not None:
+            assert abs(got["onset_step"] - truth["onset_step"]) <= tolerance(report), (mode, got["onset_step"])
+    summary = report.to_dict()["summary"]
+    planted = [m for m in MODES if CASES[name]["labels"][m]["label"]]
+    assert summary["healthy"] == (not planted)
+    assert set(summary["flagged"]) == set(planted)
+
+
+def test_modes_record_is_machine_readable(planted_reports):
+    data = planted_reports["planted_regression_at_cap"].to_dict()
+    assert list(data["modes"]) == list(MODES)
+    for mode in data["modes"].values():
+        assert set(mode) >= {"flagged", "onset_step", "severity", "verdict", "reason", "numbers", "thresholds"}
+        assert mode["flagged"] in (True, False, None)
+        assert (mode["severity"] in ("low", "medium", "high")) == bool(mode["flagged"])
+    regression = data["modes"]["regression"]
+    assert regression["numbers"]["peak_step"] == pytest.approx(150, abs=30)
+    assert regression["thresholds"]["min_drop_fraction"] == 0.3
+    assert data["summary"]["first_step_to_look_at"] == min(data["modes"][m]["onset_step"]
+                                                           for m in data["summary"]["flagged"])
+    json.dumps(data)  # plain data throughout
+
+
+# ---------------------------------------------------------------------------------------------- the look-alikes
+
+
+def test_degeneracy_is_told_from_saturation(planted_reports):
+    solved = planted_reports["planted_healthy_saturated_g2"].to_dict()["modes"]["degeneracy"]
+    stuck = planted_reports["planted_stuck_at_zero"].to_dict()["modes"]["degeneracy"]
+    assert solved["numbers"]["late_share"] > 0.6 and stuck["numbers"]["late_share"] > 0.9
+    assert solved["flagged"] is False and solved["verdict"].startswith("saturation")
+    assert stuck["flagged"] is True and stuck["verdict"].startswith("stuck")
+
+
+def test_reward_range_decides_when_the_reward_never_moved(tmp_path):
+    rng = np.random.default_rng(0)
+    history = [{"step": s, "reward": 1.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0 - 0.02 * rng.random()}
+               for s in range(1, 101)]
+    path = write_log(tmp_path, "flat_at_one", history)
+    assert diagnose(path).to_dict()["modes"]["degeneracy"]["flagged"] is True  # no range: nothing to learn from
+    solved = diagnose(path, reward_range=[0.0, 1.0]).to_dict()["modes"]["degeneracy"]
+    assert solved["flagged"] is False and solved["verdict"].startswith("saturation")
+
+
+def test_concentration_both_ways_and_benign_sharpening(planted_reports):
+    collapse = planted_reports["planted_entropy_collapse_early"].to_dict()["modes"]["concentration"]
+    explosion = planted_reports["planted_entropy_explosion"].to_dict()["modes"]["concentration"]
+    benign = planted_reports["planted_entropy_drop_after_saturation"].to_dict()["modes"]["concentration"]
+    assert collapse["flagged"] and collapse["numbers"]["direction"] == "collapse"
+    assert explosion["flagged"] and explosion["numbers"]["direction"] == "explosion"
+    assert explosion["numbers"]["entropy_ratio"] > 10
+    assert benign["flagged"] is False and "after saturation" in benign["verdict"]
+    assert benign["numbers"]["entropy_ratio"] < 0.5  # it did fall by more than half
+
+
+def test_no_learning_says_how_the_noise_is_estimated(planted_reports):
+    flat = planted_reports["planted_no_learning_400"].to_dict()["modes"]["no_learning"]
+    assert flat["flagged"] and "first differences" in flat["reason"] and "forecast plateau" in flat["reason"]
+    numbers = flat["numbers"]
+    assert abs(numbers["net_rise"]) < numbers["net_threshold"]
+    # the batch mean of 16 prompts x 8 binary completions: its s.d. is estimated, not assumed
+    assert 0.02 < numbers["noise_sd"] < 0.2
+    learning = planted_reports["planted_healthy"].to_dict()["modes"]["no_learning"]
+    assert learning["flagged"] is False and learning["numbers"]["net_rise"] > learning["numbers"]["net_threshold"]
+
+
+def test_regression_is_told_from_a_noisy_plateau(tmp_path):
+    rng = np.random.default_rng(1)
+    steps = np.arange(1, 301)
+    plateau = 0.8 - 0.6 * np.exp(-steps / 30) + rng.normal(0, 0.05, steps.size)
+    fall = np.where(steps < 200, plateau, 0.8 - 0.5 * (1 - np.exp(-(steps - 200) / 10)) + rng.normal(0, 0.05,
+                                                                                                        steps.size))
+    for name, reward, expected in (("plateau", plateau, False), ("fall", fall, True)):
+        path = write_log(tmp_path, name, [{"step": int(s), "reward": float(r)} for s, r in zip(steps, reward)])
+        verdict = diagnose(path).to_dict()["modes"]["regression"]
+        assert verdict["flagged"] is expected, verdict["reason"]
+    assert verdict["onset_step"] == pytest.approx(200, abs=30)
+
+
+def test_a_reward_function_that_regresses_is_named(tmp_path):
+    rng = np.random.default_rng(2)
+    history = []
+    for s in range(1, 201):
+        fmt = s / 200 + rng.normal(0, 0.02)  # keeps climbing: the total does not fall
+        task = (0.6 if s < 120 else 0.3) * min(1.0, s / 60) + rng.normal(0, 0.03)
+        history.append({"step": s, "rewards/format/mean": fmt, "rewards/task/mean": task})
+    verdict = diagnose(write_log(tmp_path, "parts", history)).to_dict()["modes"]["regression"]
+    assert verdict["flagged"] and verdict["numbers"]["regressed_column"] == "rewards/task/mean"
+
+
+def test_truncation_from_the_clipped_ratio_the_cap_or_a_pinned_length(tmp_path, planted_reports):
+    assert planted_reports["planted_truncation_only"].to_dict()["modes"]["truncation"]["numbers"]["source"] == \
+        "completions/clipped_ratio"
+    steps = range(1, 101)
+    rng = np.random.default_rng(3)
+    lengths = [{"step": s, "reward": 0.5, "completion_length": float(min(256, rng.normal(243, 8)))} for s in steps]
+    path = write_log(tmp_path, "near_cap", lengths)
+    assert diagnose(path).to_dict()["modes"]["truncation"]["flagged"] is None  # no cap known, not pinned
+    assert diagnose(path, {"max_completion_length": 256}).to_dict()["modes"]["truncation"]["flagged"] is True
+    assert diagnose(path, truncation={"max_completion_length": 1024}).to_dict()["modes"]["truncation"]["flagged"] is False
+    pinned = write_log(tmp_path, "pinned", [{"step": s, "reward": 0.5,
+                                             "completions/mean_length": 200.0 if s > 30 else 120.0 + s}
+                                            for s in steps])
+    verdict = diagnose(pinned).to_dict()["modes"]["truncation"]
+    assert verdict["flagged"] and "pinned" in verdict["verdict"] and verdict["onset_step"] == pytest.approx(31, abs=10)
+
+
+def test_instability_recurring_spikes_vs_an_isolated_one(planted_reports):
+    burst = planted_reports["planted_grad_spikes"].to_dict()["modes"]["instability"]
+    isolated = planted_reports["planted_isolated_spike"].to_dict()["modes"]["instability"]
+    crash = planted_reports["planted_kl_spike_crash"].to_dict()["modes"]["instability"]
+    assert burst["flagged"] and "grad_norm spikes" in burst["verdict"]
+    assert isolated["flagged"] is False and isolated["verdict"] == "approaching threshold"
+    assert crash["flagged"] and "KL spikes" in crash["verdict"] and crash["onset_step"] == 200
+    assert planted_reports["planted_kl_high_benign"].to_dict()["modes"]["instability"]["flagged"] is False
+
+
+def _base(n=100, **columns):
+    rows = []
+    for s in range(1, n + 1):
+        row = {"step": s, "reward": 0.3 + 0.4 * s / n, "reward_std": 0.4, "frac_reward_zero_std": 0.1,
+               "grad_norm": 1.0}
+        row.update({k: (v(s) if callable(v) else v) for k, v in columns.items()})
+        rows.append(row)
+    return rows
+
+
+def test_instability_reads_the_is_ratio_on_both_sides_and_prop9(tmp_path):
+    high = write_log(tmp_path, "is_high", _base(**{"sampling/importance_sampling_ratio/max": lambda s: 1.2 if s < 40
+                                                   else 40.0}))
+    low = write_log(tmp_path, "is_low", _base(**{"sampling/importance_sampling_ratio/mean": lambda s: 1.0 if s < 40
+                                                 else 0.2}))
+    fine = write_log(tmp_path, "is_fine", _base(**{"sampling/importance_sampling_ratio/max": 1.3,
+                                                  "sampling/importance_sampling_ratio/mean": 1.0}))
+    for path, expected, kind in ((high, True, "high side"), (low, True, "low side"), (fine, False, "")):
+        verdict = diagnose(path).to_dict()["modes"]["instability"]
+        assert verdict["flagged"] is expected and kind in verdict["verdict"]
+    assert diagnose(high).to_dict()["modes"]["instability"]["onset_step"] == pytest.approx(40, abs=10)
+    beyond = diagnose(fine, {"eta": 1.0, "mu": 0.9, "k_ref": 1.0, "K": 0.5}).to_dict()["modes"]["instability"]
+    assert beyond["flagged"] and "Prop. 9" in beyond["verdict"]
+    assert beyond["numbers"]["prop9"]["threshold_ratio"] == pytest.approx(5.0)
+
+
+def test_vanishing_updates_and_nan_divergence(tmp_path):
+    stuck = write_log(tmp_path, "stopped", _base(reward=0.0, reward_std=0.0, frac_reward_zero_std=1.0,
+                                                 grad_norm=lambda s: 0.5 if s < 30 else 0.0))
+    verdict = diagnose(stuck).to_dict()["modes"]["instability"]
+    assert verdict["flagged"] and "vanishing" in verdict["verdict"]
+    text = json.dumps({"log_history": _base(grad_norm=lambda s: float("nan") if s >= 60 else 1.0)})
+    diverged = tmp_path / "diverged.json"
+    diverged.write_text(text)
+    with pytest.raises(InputError, match=r"'grad_norm' is NaN or infinite at step 60.*--allow-nan"):
+        diagnose(diverged)
+    report = run_diagnose(str(diverged), allow_non_finite=True)
+    verdict = report.to_dict()["modes"]["instability"]
+    assert verdict["flagged"] and verdict["onset_step"] == 60 and "divergence" in verdict["verdict"]
+
+
+def test_hacking_needs_an_eval_curve(planted_reports):
+    assert planted_reports["planted_healthy"].to_dict()["modes"]["hacking"]["flagged"] is None
+    assert "held-out" in planted_reports["planted_healthy"].to_dict()["modes"]["hacking"]["reason"]
+    assert planted_reports["planted_healthy_with_eval"].to_dict()["modes"]["hacking"]["flagged"] is False
+    assert planted_reports["planted_hacking_eval_flat"].to_dict()["modes"]["hacking"]["flagged"] is True
+
+
+# --------------------------------------------------------------------------------------------- the toolkit's rules
+
+
+def test_toolkit_rules_fire_on_their_own_conditions(tmp_path):
+    n = 80
+    history = [{"step": s, "reward": 0.5, "reward_std": 0.005, "entropy": 1.0 if s <= 30 else 0.3,
+                "kl": 0.5 if s == 50 else 0.01, "completions/mean_length": 100.0 if s <= 30 else 200.0,
+                "clip_ratio/region_mean": 0.3, "grad_norm": 1.0 if s < n else 20.0} for s in range(1, n + 1)]
+    data = diagnose(write_log(tmp_path, "toolkit", history), rule_set="toolkit").to_dict()
+    assert data["rule_set"] == "toolkit"
+    modes = data["modes"]
+    assert modes["degeneracy"]["verdict"] == "grpo_reward_collapse"
+    assert modes["concentration"]["verdict"] == "grpo_entropy_drop"
+    assert modes["hacking"]["verdict"] == "grpo_length_drift"
+    assert set(modes["instability"]["numbers"]["rules_fired"]) == {"grpo_kl_divergence", "grpo_clip_ratio_high",
+                                                                   "gradient_explosion"}
+    assert modes["instability"]["onset_step"] == 50
+    for mode in ("no_learning", "regression", "truncation"):
+        assert modes[mode]["flagged"] is None and "not covered" in modes[mode]["reason"]
+
+
+def test_toolkit_takes_saturation_for_collapse_and_sharpening_for_failure(planted_reports, tmp_path):
+    case = CASES["planted_entropy_drop_after_saturation"]
+    data = diagnose(write_log(tmp_path, "benign", case["log_history"]), case["meta"], rule_set="toolkit").to_dict()
+    assert data["modes"]["concentration"]["flagged"] is True  # ours: not flagged (after saturation)
+    assert planted_reports["planted_entropy_drop_after_saturation"].to_dict()["modes"]["concentration"]["flagged"] \
+        is False
+
+
+# ---------------------------------------------------------------------------------------------- CLI and outputs
+
+
+def test_cli_out_dir_writes_verdicts_summary_and_figures(tmp_path, capsys):
+    case = CASES["planted_regression_at_cap"]
+    log = write_log(tmp_path, "regression", case["log_history"])
+    out = tmp_path / "out"
+    status = main(["diagnose", str(log), "--out", str(out), "--max-completion-length", "512", "--fail-on-flag"])
+    assert status == 1  # regression and truncation flagged
+    printed = capsys.readouterr().out
+    assert printed.startswith("# Diagnosis of") and "| regression | **yes** |" in printed
+    data = json.loads((out / "verdicts.json").read_text())
+    assert data["summary"]["healthy"] is False and set(data["summary"]["flagged"]) == {"regression", "truncation"}
+    assert data["modes"]["truncation"]["thresholds"]["max_completion_length"] == 512
+    for name in ("summary.md", "summary.html", "modes.png", "modes.pdf", "figure2.png", "figure5.pdf"):
+        assert (out / name).stat().st_size > 200, name
+    html = (out / "summary.html").read_text()
+    assert "<table" in html and 'src="modes.png"' in html
+    assert main(["diagnose", str(log), "--json", str(tmp_path / "d.json"), "--md", str(tmp_path / "d.md"),
+                 "--rules", "toolkit"]) == 0
+    assert json.loads((tmp_path / "d.json").read_text())["rule_set"] == "toolkit"
+    assert "| truncation | n/a |" in (tmp_path / "d.md").read_text()
+
+
+@pytest.mark.parametrize("content, needle", [
+    ('{"best_metric": null}', "neither a TRL trainer_state.json"),
+    ('{"log_history": []}', "empty"),
+    ('[{"step": 1, "reward": NaN}, {"step": 2, "reward": 0.2}]', "NaN or infinite"),
+    ('[{"step": 1, "reward": 0.1}, {"step": 1, "reward": 0.1}]', "step 1 is logged twice"),
+    ('[{"step": 2, "reward": 0.1}, {"step": 1, "reward": 0.2}]', "steps go backwards"),
+    ("not json at all", "not valid JSON"),
+])
+def test_cli_bad_logs_exit_2_with_one_line(tmp_path, capsys, content, needle):
+    path = tmp_path / "log.json"
+    path.write_text(content)
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and err.startswith("pgrpo diagnose: error:")
+
+
+# ------------------------------------------------------------------------------------- every saved format, alike
+
+
+def _formats(tmp_path: Path) -> dict[str, Path]:
+    """One run saved in every format a practitioner has (``CASES['planted_healthy_with_eval']``)."""
+    history = CASES["planted_healthy_with_eval"]["log_history"]
+    paths = {"trainer_state": tmp_path / "run" / "trainer_state.json"}
+    paths["trainer_state"].parent.mkdir()
+    paths["trainer_state"].write_text(json.dumps({"global_step": 300, "log_history": history}))
+    paths["bare_list"] = tmp_path / "history.json"
+    paths["bare_list"].write_text(json.dumps(history))
+    folder = tmp_path / "output"
+    for n in (100, 300):
+        (folder / f"checkpoint-{n}").mkdir(parents=True)
+        kept = [e for e in history if e["step"] <= n]
+        (folder / f"checkpoint-{n}" / "trainer_state.json").write_text(json.dumps({"log_history": kept}))
+    paths["output_folder"] = folder
+    frame = pd.DataFrame(history).groupby("step").first().reset_index()
+    wandb = frame.rename(columns={c: (f"run - eval/{c[5:]}" if c.startswith("eval_") else f"run - train/{c}")
+                                  for c in frame.columns if c != "step"}).rename(columns={"step": "Step"})
+    paths["wandb_csv"] = tmp_path / "wandb.csv"
+    wandb.to_csv(paths["wandb_csv"], index=False)
+    old = [{("completion_length" if k == "completions/mean_length" else
+             "rewards/correct" if k == "rewards/correct/mean" else k): v for k, v in e.items()
+            if k not in ("reward", "rewards/correct/std")} for e in history]
+    paths["old_trl_names"] = tmp_path / "old.json"
+    paths["old_trl_names"].write_text(json.dumps({"log_history": old}))
+    return paths
+
+
+def test_every_saved_format_gives_the_same_verdicts(tmp_path):
+    verdicts = {}
+    for name, path in _formats(tmp_path).items():
+        data = diagnose(path, {"max_completion_length": 1024}).to_dict()
+        verdicts[name] = {m: v["flagged"] for m, v in data["modes"].items()}
+        assert data["n_steps"] == 300, name
+    reference = verdicts["trainer_state"]
+    assert reference == {"hacking": False, "degeneracy": False, "concentration": False, "instability": False,
+                         "no_learning": False, "regression": False, "truncation": False}
+    for name, got in verdicts.items():
+        assert got == reference, name
+
+
+def test_logs_every_k_steps_and_without_kl_or_entropy(planted_reports, tmp_path):
+    every5 = planted_reports["planted_healthy_every5_no_kl"].to_dict()
+    assert every5["n_steps"] == 80 and every5["summary"]["healthy"]
+    history = [{k: v for k, v in e.items() if k not in ("entropy", "kl")} for e in CASES["planted_healthy"]["log_history"]]
+    data = diagnose(write_log(tmp_path, "bare", history)).to_dict()
+    assert data["modes"]["concentration"]["flagged"] is None and "entropy" in data["modes"]["concentration"]["reason"]
+    assert data["modes"]["instability"]["flagged"] is False  # grad_norm alone
+    assert data["summary"]["healthy"] is True and "concentration" in data["summary"]["not_checked"]
+
+
+def test_workflow_diagnostics_gain_the_modes(tmp_path):
+    case = CASES["planted_healthy"]
+    frame = pd.DataFrame(case["log_history"])
+    out = {"step": frame["step"]}
+    for column in frame.columns:
+        if column != "step":
+            out[f"{column}_mean"], out[f"{column}_sd"], out[f"{column}_n"] = frame[column], 0.01, 2
+    path = tmp_path / "aggregate" / "tiny" / "G8.csv"
+    path.parent.mkdir(parents=True)
+    pd.DataFrame(out).to_csv(path, index=False)
+    report = run_diagnostics([str(path)], str(tmp_path / "v.json"), str(tmp_path / "v.md"))
+    data = json.loads((tmp_path / "v.json").read_text())
+    assert data["modes"][0]["model"] == "tiny" and data["modes"][0]["G"] == 8
+    assert set(data["modes"][0]["modes"]) == set(MODES)
+    assert report.verdicts[0].summary()["healthy"] is True
+    markdown = (tmp_path / "v.md").read_text()
+    assert "**Failure modes**" in markdown and markdown.count("## ") == 5
+
+
+def test_run_curves_of_a_hand_frame_can_be_diagnosed_directly():
+    from pgrpo.diagnose.report import _diagnose_curves
+
+    steps = np.arange(1, 61)
+    frame = pd.DataFrame({"step": steps, "reward": 0.5 + 0 * steps})
+    report = _diagnose_curves(RunCurves("m", None, frame, "hand"), diagnostics_config(None))
+    assert report.verdicts.modes["no_learning"].flagged is True

@@ -1,0 +1,80 @@
+"""Advantage degeneracy (Section 5.3, Figure 3, row 2), told apart from saturation.
+
+A group whose ``G`` completions all get one reward has advantage ``0/0`` (Eq. 1) and carries no signal. TRL logs the
+share of such groups, ``frac_reward_zero_std`` (without it, a step whose batch ``reward_std`` is 0 counts as all
+groups uniform). A high share means one of two opposite things: the task is solved (every completion right, the
+reward at the top of its range: saturation, healthy) or the run is stuck (every completion equally wrong, the reward
+at the bottom). Each step is read with the moving average of the share (``smoothing_fraction`` of the points) and
+the reward's position in its range (:func:`~pgrpo.diagnose.modes.signals.reward_position`: ``reward_range`` if
+given, else the run's own range; with several reward functions the lowest position of any that moved): a step is
+*stuck* when the share is at or above ``frac_high`` and the position at or below ``stuck_position``, *saturated*
+when the share is that high above it. A reward that never moved beyond its noise has no range: its zero-spread groups
+are read as stuck (they carried no signal from the first step), unless ``reward_range`` places it at the top.
+Flagged when at least half of the late window is stuck and a persistent onset exists (the first stuck step from
+which ``persistence`` of the later steps are stuck).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pgrpo.diagnose.modes.record import DEGENERACY, ModeVerdict, clear, flagged, not_run
+from pgrpo.diagnose.modes.signals import curve, persistent_onset, reward_position, smooth, smoothing_window
+from pgrpo.diagnose.numerics import _fmt, _window_mask
+from pgrpo.diagnose.records import RunCurves
+from pgrpo.diagnose.settings import DiagnosticsConfig
+
+
+def _zero_spread(curves: RunCurves, config: DiagnosticsConfig) -> tuple[np.ndarray, np.ndarray, str] | None:
+    if curves.has("frac_reward_zero_std") and curves.series("frac_reward_zero_std")[0].size >= config.modes.min_points:
+        steps, values, _ = curves.series("frac_reward_zero_std")
+        return steps, values, "frac_reward_zero_std"
+    if curves.has("reward_std") and curves.series("reward_std")[0].size >= config.modes.min_points:
+        steps, values, _ = curves.series("reward_std")
+        return steps, (values <= 1e-9).astype(float), "reward_std == 0 (batch uniform; frac_reward_zero_std missing)"
+    return None
+
+
+def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
+    cfg = config.modes.degeneracy
+    thresholds = {"frac_high": cfg.frac_high, "stuck_position": cfg.stuck_position,
+                  "persistence": config.modes.persistence, "reward_range": config.modes.reward_range,
+                  "late_fraction": config.late_fraction}
+    spread = _zero_spread(curves, config)
+    if spread is None:
+        return not_run(DEGENERACY, "columns 'frac_reward_zero_std' and 'reward_std' missing (or too few points)",
+                       ["frac_reward_zero_std"], thresholds=thresholds)
+    steps, share, source = spread
+    reward = curve(curves, "reward", config)
+    if reward is None:
+        return not_run(DEGENERACY, "column 'reward' missing: a zero-spread share alone cannot tell a stuck run from a "
+                                   "solved task", ["reward"], thresholds=thresholds)
+    share_smooth = smooth(share, smoothing_window(share.size, config.modes.smoothing_fraction))
+    where = reward_position(curves, reward, config)
+    position = np.interp(steps, where.steps, where.position) if where.moved else np.zeros(steps.size)
+    high = share_smooth >= cfg.frac_high
+    stuck = high & (position <= cfg.stuck_position)
+    saturated = high & ~stuck
+    late = _window_mask(steps, config.late_fraction, late=True)
+    early = _window_mask(steps, config.early_fraction, late=False)
+    late_share = float(np.mean(share[late]))
+    numbers = {"source": source, "late_share": late_share, "early_share": float(np.mean(share[early])),
+               "late_stuck_fraction": float(np.mean(stuck[late])),
+               "late_saturated_fraction": float(np.mean(saturated[late])),
+               "late_position": float(np.mean(position[late])), "reward_lo": where.lo, "reward_hi": where.hi,
+               "range_source": where.source, "reward_moved": where.moved, "limiting_column": where.limiting}
+    pos_text = (f"reward at {numbers['late_position']:.0%} of its range [{_fmt(where.lo)}, {_fmt(where.hi)}] "
+                f"({where.source}" + (f"; lowest: {where.limiting}" if where.limiting != "reward" else "") + ")"
+                if where.moved or config.modes.reward_range is not None
+                else f"reward never moved beyond its noise (range [{_fmt(where.lo)}, {_fmt(where.hi)}])")
+    text = (f"zero-spread share late {_fmt(late_share)} ({source}; high at >= {cfg.frac_high:g}); {pos_text}; "
+            f"late window {numbers['late_stuck_fraction']:.0%} stuck, {numbers['late_saturated_fraction']:.0%} "
+            "saturated")
+    onset = persistent_onset(steps, stuck, config.modes.persistence)
+    if numbers["late_stuck_fraction"] >= 0.5 and onset is not None:
+        return flagged(DEGENERACY, "stuck: zero-spread groups at the bottom of the reward range", text, onset,
+                       late_share / cfg.frac_high, numbers, thresholds)
+    if numbers["late_saturated_fraction"] >= 0.5:
+        return clear(DEGENERACY, "saturation: zero-spread groups at the top of the reward range (a solved task)",
+                     text, numbers, thresholds)
+    return clear(DEGENERACY, "groups carry signal", text, numbers, thresholds)

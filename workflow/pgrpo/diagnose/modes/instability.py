@@ -1,0 +1,198 @@
+"""Instability (Section 5.5, Figure 5, Prop. 9): the dynamics leaving the stable regime, read from every witness a
+TRL log has. Each signal below is *unstable* (flagged), or a *warning* (reported, not flagged):
+
+- grad_norm spikes (> ``stability.spike_factor`` x the median of the previous ``spike_window`` positive values at
+  steps whose groups had some spread): unstable when they recur in a burst (``spikes_unstable`` or more within
+  ``2 x spike_window`` logged points), or when one is followed by a reward crash (the mean of the next ``window``
+  rewards below the previous ``window`` by ``instability.crash_over_noise`` standard errors); isolated spikes
+  without effect are a warning;
+- grad_norm growth: the last-half log-linear growth factor of Figure 5 at or above ``growth_unstable`` (R^2 >=
+  ``growth_min_r2``);
+- KL spikes: KL > ``kl_spike_factor`` x the previous median and ``kl_spike_min`` nats above it, with the same
+  recurrence/crash rule;
+- the importance-sampling ratio on both sides: the late median of its max at or above ``is_ratio_high`` (Figure 5,
+  row 2), of its mean at or below ``is_ratio_low``;
+- vanishing updates: grad_norm 0 on at least ``vanishing_fraction`` of the late steps, at steps whose groups all
+  have zero spread (the update has stopped: nothing is left to learn from);
+- a divergence: entropy exploding (x ``concentration.explosion_factor``) with a reward crash at its onset, or a
+  NaN/infinite grad_norm, loss, reward, KL or entropy (``pgrpo diagnose --allow-nan``);
+- Prop. 9 (Eq. 11), when the run's eta, mu and K_ref are known: ``K eta K_ref / (1 - mu)`` at or above 1
+  (``threshold_warning``: a warning).
+
+Onset: the earliest step among the unstable signals.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pgrpo.diagnose.modes.concentration import entropy_levels
+from pgrpo.diagnose.modes.record import INSTABILITY, ModeVerdict, clear, flagged, not_run
+from pgrpo.diagnose.modes.signals import (
+    Curve,
+    bursts,
+    change_onset,
+    crash_after,
+    curve,
+    persistent_onset,
+    spikes,
+)
+from pgrpo.diagnose.numerics import _fmt
+from pgrpo.diagnose.records import DiagnosticResult, RunCurves
+from pgrpo.diagnose.settings import DiagnosticsConfig
+from pgrpo.diagnose.stability import log_growth
+
+WATCHED = ("grad_norm", "loss", "reward", "kl", "entropy")
+
+
+def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, config: DiagnosticsConfig,
+                  signals: list[dict[str, Any]]) -> dict[str, Any]:
+    stab, z = config.stability, config.modes.instability.crash_over_noise
+    steps = c.steps[idx]
+    crashed = [float(s) for s in steps if crash_after(reward, float(s), z)[0]]
+    burst = bursts(idx, stab.spikes_unstable, 2 * stab.spike_window)
+    info = {"n_spikes": int(idx.size), "spike_steps": [float(s) for s in steps[:20]],
+            "spikes_with_reward_crash": crashed[:20], "burst_start": None if burst is None else float(c.steps[burst])}
+    if idx.size == 0:
+        return info
+    listed = ", ".join(_fmt(s) for s in steps[:6]) + (" ..." if idx.size > 6 else "")
+    text = f"{idx.size} {name} spike(s) at step(s) {listed}"
+    if crashed:
+        text += f", the reward crashing after {', '.join(_fmt(s) for s in crashed[:4])}"
+    if burst is not None:
+        text += f", {stab.spikes_unstable} or more within {2 * stab.spike_window} logged points from step " \
+                f"{_fmt(c.steps[burst])}"
+    if burst is not None or crashed:
+        onset = min(([float(c.steps[burst])] if burst is not None else []) + crashed[:1])
+        signals.append({"kind": f"{name} spikes", "unstable": True, "step": onset, "text": text,
+                        "margin": max(idx.size / stab.spikes_unstable, 1.0)})
+    else:
+        signals.append({"kind": f"{name} spikes", "unstable": False, "step": float(steps[0]),
+                        "text": text + " (isolated, no reward crash)", "margin": 0.0})
+    return info
+
+
+def _zero_spread(curves: RunCurves, steps: np.ndarray) -> np.ndarray | None:
+    if curves.has("frac_reward_zero_std"):
+        s, v, _ = curves.series("frac_reward_zero_std")
+        return np.interp(steps, s, v) >= 0.99
+    if curves.has("reward_std"):
+        s, v, _ = curves.series("reward_std")
+        return np.interp(steps, s, v) <= 1e-9
+    return None
+
+
+def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: DiagnosticResult | None = None) -> ModeVerdict:
+    stab, cfg = config.stability, config.modes.instability
+    thresholds = {"spike_factor": stab.spike_factor, "spike_window": stab.spike_window,
+                  "spikes_unstable": stab.spikes_unstable, "growth_unstable": stab.growth_unstable,
+                  "growth_min_r2": stab.growth_min_r2, "kl_spike_factor": cfg.kl_spike_factor,
+                  "kl_spike_min": cfg.kl_spike_min, "crash_over_noise": cfg.crash_over_noise,
+                  "is_ratio_high": stab.is_ratio_high, "is_ratio_low": cfg.is_ratio_low,
+                  "vanishing_fraction": cfg.vanishing_fraction,
+                  "explosion_factor": config.modes.concentration.explosion_factor,
+                  "threshold_warning": stab.threshold_warning}
+    reward = curve(curves, "reward", config)
+    grad = curve(curves, "grad_norm", config)
+    kl = curve(curves, "kl", config)
+    entropy = curve(curves, "entropy", config)
+    is_max = curve(curves, "importance_sampling_ratio_max", config)
+    is_mean = curve(curves, "importance_sampling_ratio_mean", config)
+    prop9 = (figure5.numbers.get("prop9") if figure5 is not None else None) or None
+    non_finite = {c: s for c, s in curves.non_finite.items() if c in WATCHED and s}
+    if all(x is None for x in (grad, kl, entropy, is_max, is_mean)) and prop9 is None and not non_finite:
+        return not_run(INSTABILITY, "no grad_norm, KL, entropy or IS-ratio column with enough points and no meta.json "
+                                    "(eta, mu, k_ref) for Prop. 9", ["grad_norm", "kl"], thresholds=thresholds)
+    signals: list[dict[str, Any]] = []
+    numbers: dict[str, Any] = {}
+    for column, steps in non_finite.items():
+        signals.append({"kind": "divergence", "unstable": True, "step": min(steps), "margin": math.inf,
+                        "text": f"'{column}' NaN or infinite from step {_fmt(min(steps))} ({len(steps)} value(s))"})
+    if grad is not None:
+        zero_spread = _zero_spread(curves, grad.steps)
+        reference = None if zero_spread is None else ~zero_spread
+        numbers["grad_norm"] = _spike_signal("grad_norm", grad, spikes(grad.steps, grad.values, stab.spike_factor,
+                                                                       stab.spike_window, reference=reference),
+                                             reward, config, signals)
+        _, growth, r2 = log_growth(grad.steps, grad.values)
+        numbers["grad_norm"].update({"growth_last_half": growth, "growth_r2": r2})
+        if math.isfinite(growth) and growth >= stab.growth_unstable and r2 >= stab.growth_min_r2:
+            base = float(np.median(grad.values[grad.early_mask(config.early_fraction)]))
+            above = grad.smooth >= base * stab.growth_warning
+            start = persistent_onset(grad.steps, above, config.modes.persistence)
+            signals.append({"kind": "grad_norm growth", "unstable": True,
+                            "step": start if start is not None else float(grad.steps[grad.n // 2]),
+                            "margin": growth / stab.growth_unstable,
+                            "text": f"grad_norm x{_fmt(growth)} over the last half (log-linear R^2 {_fmt(r2, 2)})"})
+        if zero_spread is not None:
+            positive = grad.values[grad.values > 0]
+            tiny = 1e-6 * float(np.median(positive)) if positive.size else 0.0
+            stopped = (grad.values <= tiny) & zero_spread
+            late = grad.late_mask(config.late_fraction)
+            share = float(np.mean(stopped[late]))
+            numbers["vanishing_late_share"] = share
+            if share >= cfg.vanishing_fraction:
+                start = persistent_onset(grad.steps, stopped, config.modes.persistence)
+                signals.append({"kind": "vanishing updates", "unstable": True,
+                                "step": start if start is not None else float(grad.steps[late][0]),
+                                "margin": share / cfg.vanishing_fraction,
+                                "text": f"grad_norm 0 at zero-spread steps on {share:.0%} of the late window: the "
+                                        "update has stopped"})
+    if kl is not None:
+        numbers["kl"] = _spike_signal("KL", kl, spikes(kl.steps, kl.values, cfg.kl_spike_factor, stab.spike_window,
+                                                       cfg.kl_spike_min), reward, config, signals)
+    if is_max is not None:
+        late = float(np.median(is_max.values[is_max.late_mask(0.5)]))
+        numbers["is_ratio_max_late_median"] = late
+        if late >= stab.is_ratio_high:
+            start = persistent_onset(is_max.steps, is_max.values >= stab.is_ratio_high, config.modes.persistence)
+            signals.append({"kind": "IS ratio (high side)", "unstable": True, "step": start or float(is_max.steps[0]),
+                            "margin": late / stab.is_ratio_high,
+                            "text": f"IS-ratio max late median {_fmt(late)} (diverging at >= {stab.is_ratio_high:g})"})
+    if is_mean is not None:
+        late = float(np.median(is_mean.values[is_mean.late_mask(0.5)]))
+        numbers["is_ratio_mean_late_median"] = late
+        if late <= cfg.is_ratio_low:
+            start = persistent_onset(is_mean.steps, is_mean.values <= cfg.is_ratio_low, config.modes.persistence)
+            signals.append({"kind": "IS ratio (low side)", "unstable": True, "step": start or float(is_mean.steps[0]),
+                            "margin": cfg.is_ratio_low / max(late, 1e-12),
+                            "text": f"IS-ratio mean late median {_fmt(late)} (policy far from the sampler at <= "
+                                    f"{cfg.is_ratio_low:g})"})
+    if entropy is not None and reward is not None:
+        early, _ = entropy_levels(entropy, config)
+        factor = config.modes.concentration.explosion_factor
+        over = np.flatnonzero(entropy.smooth >= factor * early) if early > 0 else np.array([], int)
+        if over.size:
+            start = change_onset(entropy, early, +1, int(over[0]), config.modes.no_learning.rise_over_noise,
+                                 config.modes.persistence)
+            crashed, drop = crash_after(reward, start, cfg.crash_over_noise, float(entropy.steps[over[0]]))
+            peak = float(np.max(entropy.smooth))
+            numbers["entropy_explosion"] = {"onset_step": start, "peak_ratio": peak / early, "reward_drop": drop,
+                                            "reward_crash": crashed}
+            if crashed:
+                signals.append({"kind": "divergence", "unstable": True, "step": start, "margin": peak / early / factor,
+                                "text": f"entropy x{_fmt(peak / early)} from step {_fmt(start)} with the reward "
+                                        f"crashing by {_fmt(drop)}"})
+    if prop9:
+        ratio = prop9.get("threshold_ratio", float("nan"))
+        numbers["prop9"] = prop9
+        if math.isfinite(ratio) and ratio >= stab.threshold_warning:
+            signals.append({"kind": "Prop. 9", "unstable": ratio >= 1, "step": curves.first_step, "margin": ratio,
+                            "text": f"Prop. 9: K eta K_ref / (1 - mu) = {_fmt(ratio)} (unstable at >= 1)"})
+    numbers["signals"] = [{k: v for k, v in s.items()} for s in signals]
+    unstable = [s for s in signals if s["unstable"]]
+    warnings = [s for s in signals if not s["unstable"]]
+    checked = ", ".join(n for n, c in (("grad_norm", grad), ("KL", kl), ("entropy", entropy), ("IS max", is_max),
+                                       ("IS mean", is_mean)) if c is not None)
+    if not unstable:
+        text = "; ".join(s["text"] for s in warnings) or f"no spike, growth or divergence ({checked} checked)"
+        return clear(INSTABILITY, "approaching threshold" if warnings else "stable regime", text, numbers,
+                     thresholds)
+    unstable.sort(key=lambda s: s["step"])
+    kinds = list(dict.fromkeys(s["kind"] for s in unstable))
+    text = "; ".join(s["text"] for s in unstable + warnings)
+    return flagged(INSTABILITY, "unstable: " + ", ".join(kinds), text, unstable[0]["step"],
+                   max(s["margin"] for s in unstable), numbers, thresholds)

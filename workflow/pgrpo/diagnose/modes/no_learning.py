@@ -1,0 +1,85 @@
+"""No learning: the reward never rises beyond its noise (beyond the paper; the null case of the three-phase law of
+Prop. 14, ``R_inf = R0``).
+
+Read-outs on the train reward (:class:`~pgrpo.diagnose.modes.signals.Curve`, noise from first differences): the net
+rise ``late - early`` against ``z`` standard errors of that difference; the peak rise ``max(moving average) - early``
+against ``(z + sqrt(2 ln k))`` standard errors (``k`` = number of independent windows, the bias of a maximum); and
+the rise of the least-squares line over the run, ``slope x span``, against ``z`` times its standard error
+``sd x span / sqrt(sum (t - mean t)^2)`` (every point counts: the most sensitive to a steady climb), with
+``z = modes.no_learning.rise_over_noise``. Flagged when none rises and the reward did not fall either (a fall is
+:mod:`~pgrpo.diagnose.modes.regression`'s). The three-phase fit's plateau ``R_inf`` (the forecast plateau) is
+reported beside it: a fit whose plateau is within the noise of the start says the run is not going anywhere even if
+trained longer. Onset: the first logged step (a whole-run property).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from pgrpo.diagnose.modes.record import NO_LEARNING, ModeVerdict, clear, flagged, not_run
+from pgrpo.diagnose.modes.signals import curve, max_bias
+from pgrpo.diagnose.numerics import _fit_summary, _fmt, fit_three_phase_curve, least_squares_line
+from pgrpo.diagnose.records import RunCurves
+from pgrpo.diagnose.settings import DiagnosticsConfig
+
+
+def rise_test(reward: Any, z: float) -> dict[str, float]:
+    """Net and peak rise of a reward :class:`Curve` with their thresholds (see the module docstring)."""
+    net = reward.late - reward.early
+    se_net = reward.se_early_late
+    peak = float(np.max(reward.smooth)) - reward.early
+    se_peak = reward.sd * math.sqrt(1 / reward.window + 1 / max(reward.n_early, 1))
+    k = reward.n / reward.window
+    floor = 1e-9 * (1 + abs(reward.early))
+    slope, _, _ = least_squares_line(reward.steps, reward.values)
+    span = float(np.ptp(reward.steps))
+    spread = float(np.sqrt(np.sum((reward.steps - reward.steps.mean()) ** 2)))
+    trend = slope * span if np.isfinite(slope) else 0.0
+    se_trend = reward.sd * span / spread if spread > 0 else float("inf")
+    return {"early": reward.early, "late": reward.late, "net_rise": net, "net_threshold": max(z * se_net, floor),
+            "peak_rise": peak, "peak_threshold": max((z + max_bias(k)) * se_peak, floor), "trend_rise": trend,
+            "trend_threshold": max(z * se_trend, floor), "noise_sd": reward.sd, "se_net": se_net,
+            "window_points": reward.window, "n_points": reward.n}
+
+
+def rise(test: dict[str, float]) -> bool:
+    """Any of the three rises beyond its threshold."""
+    return (test["net_rise"] > test["net_threshold"] or test["peak_rise"] > test["peak_threshold"]
+            or test["trend_rise"] > test["trend_threshold"])
+
+
+def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str, Any] | None = None) -> ModeVerdict:
+    cfg = config.modes.no_learning
+    thresholds = {"rise_over_noise": cfg.rise_over_noise, "early_fraction": config.early_fraction,
+                  "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
+    reward = curve(curves, "reward", config)
+    if reward is None:
+        n = curves.series("reward")[0].size
+        why = "column 'reward' missing" if n == 0 else f"only {n} reward point(s); need {config.modes.min_points}"
+        return not_run(NO_LEARNING, why, ["reward"] if n == 0 else [], thresholds=thresholds)
+    numbers = rise_test(reward, cfg.rise_over_noise)
+    fit = (fits or {}).get("reward") or fit_three_phase_curve(reward.steps, reward.values)
+    numbers["forecast"] = _fit_summary(fit)
+    plateau = getattr(fit, "R_inf", float("nan")) if getattr(fit, "success", False) else float("nan")
+    numbers["forecast_plateau"] = plateau
+    numbers["forecast_rise"] = plateau - reward.early if math.isfinite(plateau) else float("nan")
+    noise = (f"noise s.d. {_fmt(reward.sd)} per logged point from first differences, s.e. of the difference "
+             f"{_fmt(numbers['se_net'])}")
+    forecast = (f"; forecast plateau R_inf {_fmt(plateau)}" if math.isfinite(plateau)
+                else f"; no forecast plateau ({getattr(fit, 'message', 'no fit')})")
+    text = (f"reward {_fmt(reward.early)} -> {_fmt(reward.late)} (net {_fmt(numbers['net_rise'])}, threshold "
+            f"{_fmt(numbers['net_threshold'])}; peak rise {_fmt(numbers['peak_rise'])}, threshold "
+            f"{_fmt(numbers['peak_threshold'])}; linear trend {_fmt(numbers['trend_rise'])}, threshold "
+            f"{_fmt(numbers['trend_threshold'])}; {noise}){forecast}")
+    if rise(numbers):
+        return clear(NO_LEARNING, "learning", text, numbers, thresholds)
+    if -numbers["net_rise"] > numbers["net_threshold"]:
+        return clear(NO_LEARNING, "reward fell (see regression)", text, numbers, thresholds)
+    evidence = max(abs(numbers["net_rise"]) / numbers["net_threshold"],
+                   max(numbers["peak_rise"], 0) / numbers["peak_threshold"],
+                   max(numbers["trend_rise"], 0) / numbers["trend_threshold"])
+    margin = min(1 / evidence, 10.0) if evidence > 0 else 10.0
+    return flagged(NO_LEARNING, "not learning", text, reward.steps[0], margin, numbers, thresholds)

@@ -1,0 +1,39 @@
+"""Our rule set: the seven failure modes of :mod:`pgrpo.diagnose.modes` on one run, from its curves and the four
+diagnostics of Figures 2-5 (:func:`pgrpo.diagnose.report.diagnose_run`), as a :class:`RunVerdicts`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from pgrpo.diagnose.modes.concentration import concentration
+from pgrpo.diagnose.modes.degeneracy import degeneracy
+from pgrpo.diagnose.modes.hacking import hacking
+from pgrpo.diagnose.modes.instability import instability
+from pgrpo.diagnose.modes.no_learning import no_learning
+from pgrpo.diagnose.modes.record import RunVerdicts
+from pgrpo.diagnose.modes.regression import regression
+from pgrpo.diagnose.modes.truncation import truncation
+from pgrpo.diagnose.records import REWARD_HACKING, STABILITY, DiagnosticResult, RunCurves
+from pgrpo.diagnose.settings import DiagnosticsConfig
+
+NAME = "ours"
+
+
+def identity(curves: RunCurves, rule_set: str, modes: dict) -> RunVerdicts:
+    steps = curves.frame["step"].to_numpy(float) if "step" in curves.frame else []
+    return RunVerdicts(rule_set, modes, curves.model, curves.G, curves.source,
+                       float(min(steps)) if len(steps) else None, float(max(steps)) if len(steps) else None,
+                       len(steps))
+
+
+def our_verdicts(curves: RunCurves, config: DiagnosticsConfig, results: Sequence[DiagnosticResult],
+                 fits: Mapping[str, Any] | None = None) -> RunVerdicts:
+    """All seven modes; ``results``: the run's Figures 2-5 diagnostics (hacking and instability build on them)."""
+    by_name = {r.diagnostic: r for r in results}
+    modes = {}
+    for verdict in (hacking(curves, config, by_name[REWARD_HACKING]), degeneracy(curves, config),
+                    concentration(curves, config), instability(curves, config, by_name.get(STABILITY)),
+                    no_learning(curves, config, fits), regression(curves, config), truncation(curves, config)):
+        modes[verdict.mode] = verdict
+    return identity(curves, NAME, modes)

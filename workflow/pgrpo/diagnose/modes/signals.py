@@ -1,0 +1,250 @@
+"""Read-outs the failure modes share: a logged curve with its noise, levels and smoothing (:class:`Curve`), where a
+failure began (:func:`persistent_onset`, :func:`departure_onset`), spikes, crashes, and where the reward sits in its
+range (:func:`reward_position`).
+
+Noise. Each logged value is one batch's mean, so its scatter around the trend is the batch noise. It is estimated
+from first differences, which a slow trend barely moves: ``sd = 1.4826 x MAD(diff) / sqrt(2)`` (the median absolute
+deviation is robust to the jumps of a spike or a collapse; the plain s.d. of the differences / sqrt(2) when the MAD
+is 0, as for a piecewise-constant curve). A window mean of ``m`` points has standard error ``sd / sqrt(m)``;
+consecutive batches are independent draws, so no autocorrelation correction is made. A maximum over ``k``
+independent windows is biased upward by about ``sqrt(2 ln k)`` standard errors (the expected maximum of ``k``
+normal draws), which :func:`max_bias` adds where a peak is read.
+
+Levels. Early/late levels are means over the first/last ``early_fraction``/``late_fraction`` of the step range (the
+same windows as Figures 2-5); the moving average is centred, over ``smoothing_fraction`` of the logged points (at
+least 3), so logs that log every k steps are treated alike.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pgrpo.diagnose.numerics import _window_mask
+from pgrpo.diagnose.records import RunCurves
+from pgrpo.diagnose.settings import DiagnosticsConfig
+
+#: the reward functions' columns after normalisation (``rewards/<fn>/mean``)
+COMPONENT = re.compile(r"^rewards/(?P<name>[^/]+)/mean$")
+
+
+def noise_sd(values: Sequence[float]) -> float:
+    """Per-point noise s.d. from first differences (module docstring); NaN with fewer than 3 values."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if v.size < 3:
+        return float("nan")
+    d = np.diff(v)
+    mad = float(np.median(np.abs(d - np.median(d))))
+    if mad > 0:
+        return 1.4826 * mad / math.sqrt(2)
+    return float(np.std(d, ddof=1)) / math.sqrt(2)
+
+
+def max_bias(k: float) -> float:
+    """Expected maximum of ``k`` independent standard normal draws, ``sqrt(2 ln k)`` (0 for ``k <= 1``)."""
+    return math.sqrt(2 * math.log(k)) if k > 1 else 0.0
+
+
+def smoothing_window(n: int, fraction: float) -> int:
+    return int(min(max(3, round(fraction * n)), max(n, 1)))
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    if window <= 1 or values.size == 0:
+        return np.asarray(values, float)
+    return pd.Series(values).rolling(window, center=True, min_periods=1).mean().to_numpy()
+
+
+@dataclass
+class Curve:
+    """One logged quantity of a run: finite values in step order, their moving average, noise and levels."""
+
+    column: str
+    steps: np.ndarray
+    values: np.ndarray
+    smooth: np.ndarray
+    window: int
+    sd: float
+    early: float
+    late: float
+    n_early: int
+    n_late: int
+
+    @property
+    def n(self) -> int:
+        return int(self.steps.size)
+
+    @property
+    def se_early_late(self) -> float:
+        """Standard error of ``late - early``."""
+        return self.sd * math.sqrt(1 / max(self.n_early, 1) + 1 / max(self.n_late, 1))
+
+    @property
+    def se_window(self) -> float:
+        """Standard error of one moving-average value."""
+        return self.sd / math.sqrt(self.window)
+
+    def late_mask(self, fraction: float) -> np.ndarray:
+        return _window_mask(self.steps, fraction, late=True)
+
+    def early_mask(self, fraction: float) -> np.ndarray:
+        return _window_mask(self.steps, fraction, late=False)
+
+
+def curve(curves: RunCurves, column: str, config: DiagnosticsConfig, minimum: int | None = None) -> Curve | None:
+    """The :class:`Curve` of ``column``, or None with fewer than ``minimum`` (``modes.min_points``) finite values."""
+    if not curves.has(column):
+        return None
+    steps, values, _ = curves.series(column)
+    if steps.size < (minimum or config.modes.min_points):
+        return None
+    window = smoothing_window(steps.size, config.modes.smoothing_fraction)
+    early_mask = _window_mask(steps, config.early_fraction, late=False)
+    late_mask = _window_mask(steps, config.late_fraction, late=True)
+    return Curve(column, steps, values, smooth(values, window), window, noise_sd(values),
+                 float(np.mean(values[early_mask])), float(np.mean(values[late_mask])), int(early_mask.sum()),
+                 int(late_mask.sum()))
+
+
+def components(curves: RunCurves) -> list[str]:
+    """The reward functions' mean columns the log has (``rewards/<fn>/mean``), in log order."""
+    return [c for c in curves.frame.columns if COMPONENT.match(str(c)) and curves.has(c)]
+
+
+def persistent_onset(steps: np.ndarray, hits: np.ndarray, min_fraction: float) -> float | None:
+    """The first step that shows the failure and from which at least ``min_fraction`` of the later logged points
+    show it too (a transient that recovers does not count); None if there is none."""
+    hits = np.asarray(hits, bool)
+    if not hits.any():
+        return None
+    tail_share = np.cumsum(hits[::-1])[::-1] / np.arange(hits.size, 0, -1)
+    ok = np.flatnonzero(hits & (tail_share >= min_fraction))
+    return float(steps[ok[0]]) if ok.size else None
+
+
+def departure_onset(steps: np.ndarray, smoothed: np.ndarray, baseline: float, band: float, direction: int,
+                    index: int) -> float:
+    """Where a departure began: from ``index`` (where the curve crossed a failure threshold) back to the first
+    point of the unbroken run of points beyond ``baseline + direction x band``."""
+    j = int(index)
+    while j > 0 and direction * (smoothed[j - 1] - baseline) > band:
+        j -= 1
+    return float(steps[j])
+
+
+def change_onset(c: Curve, baseline: float, direction: int, index: int, z: float, persistence: float) -> float:
+    """Where a change that crossed a failure threshold at ``index`` began. The moving average finds the unbroken run
+    of points beyond ``baseline`` by ``z`` standard errors of one moving-average value (:func:`departure_onset`);
+    a centred average leaves the baseline up to half a window early, so the raw points then place it: the first
+    point from that run on that is beyond the baseline by 2 per-point s.d. and from which ``persistence`` of the
+    points up to ``index`` are too (the smoothed onset if there is none). The s.d. is the noise of the points
+    before ``index`` (noise often scales with the level, e.g. entropy)."""
+    sd = noise_sd(c.values[:index]) if index >= 5 else c.sd  # the noise before the change (it may scale with it)
+    sd = sd if math.isfinite(sd) else c.sd
+    start = departure_onset(c.steps, c.smooth, baseline, z * sd / math.sqrt(c.window), direction, index)
+    j0 = int(np.searchsorted(c.steps, start))
+    raw = direction * (c.values - baseline) > 2 * sd if math.isfinite(sd) and sd > 0 else \
+        direction * (c.values - baseline) > 0
+    for j in range(j0, int(index) + 1):
+        if raw[j] and raw[j:int(index) + 1].mean() >= persistence:
+            return float(c.steps[j])
+    return start
+
+
+def spikes(steps: np.ndarray, values: np.ndarray, factor: float, window: int, min_excess: float = 0.0,
+           reference: np.ndarray | None = None) -> np.ndarray:
+    """Indices whose value exceeds ``factor`` x the median of the previous ``window`` reference values (positive ones
+    at earlier points where ``reference`` is True; at least 2) and that median by at least ``min_excess``. Zeros (a
+    logged grad_norm of 0) never set the reference level; ``reference`` leaves out the steps whose groups all had
+    zero spread, where the policy-gradient term is 0 and grad_norm is the KL term's alone."""
+    values = np.asarray(values, float)
+    usable = np.isfinite(values) & (values > 0)
+    if reference is not None:
+        usable &= np.asarray(reference, bool)
+    out = []
+    for i in range(values.size):
+        previous = values[:i][usable[:i]][-window:]
+        if previous.size < 2:
+            continue
+        level = float(np.median(previous))
+        if values[i] > factor * level and values[i] - level >= min_excess:
+            out.append(i)
+    return np.asarray(out, int)
+
+
+def bursts(indices: np.ndarray, count: int, span: int) -> int | None:
+    """The first index of ``count`` or more spikes within ``span`` consecutive logged points (a recurring burst, not
+    isolated spikes); None if there is none."""
+    indices = np.asarray(indices, int)
+    for j in range(indices.size - count + 1):
+        if indices[j + count - 1] - indices[j] < span:
+            return int(indices[j])
+    return None
+
+
+def crash_after(reward: Curve | None, step: float, z: float, after_step: float | None = None) -> tuple[bool, float]:
+    """Whether the reward crashed at ``step``: the mean of the ``window`` logged rewards from ``after_step`` (default
+    ``step``) on below the mean of the ``window`` before ``step`` by more than ``z`` standard errors. Returns
+    (crashed, drop)."""
+    if reward is None or not math.isfinite(reward.sd):
+        return False, float("nan")
+    k = reward.window
+    before = reward.values[reward.steps < step][-k:]
+    after = reward.values[reward.steps >= (step if after_step is None else after_step)][:k]
+    if before.size < 2 or after.size < 2:
+        return False, float("nan")
+    drop = float(before.mean() - after.mean())
+    se = reward.sd * math.sqrt(1 / before.size + 1 / after.size)
+    return drop > z * se and drop > 0, drop
+
+
+@dataclass
+class Position:
+    """Where the smoothed reward sits in its range at each step: 0 at the bottom, 1 at the top."""
+
+    steps: np.ndarray
+    position: np.ndarray
+    lo: float
+    hi: float
+    source: str
+    moved: bool
+    limiting: str
+
+
+def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig) -> Position:
+    """The reward's position in ``[lo, hi]``: ``diagnostics.modes.reward_range`` if given, else the run's own range
+    (min and max of the moving average). With several reward functions the position is the lowest over the total and
+    each function that moved (a task term at its floor is not a solved task even if a format term is at its top).
+    ``moved``: the total reward's range exceeds the noise (``rise_over_noise`` standard errors of the difference of two
+    moving-average values); a reward that never moved sits at position 0."""
+    z = config.modes.no_learning.rise_over_noise
+    given = config.modes.reward_range
+    if given is not None:
+        lo, hi = given
+        position = (reward.smooth - lo) / (hi - lo)
+        return Position(reward.steps, np.clip(position, 0, 1), lo, hi, "diagnostics.modes.reward_range", True,
+                        reward.column)
+    lo, hi = float(np.min(reward.smooth)), float(np.max(reward.smooth))
+    moved = hi - lo > z * reward.se_window * math.sqrt(2) if math.isfinite(reward.sd) else hi > lo
+    position = (reward.smooth - lo) / (hi - lo) if hi > lo else np.zeros(reward.n)
+    limiting = np.full(reward.n, reward.column, dtype=object)
+    for column in components(curves):
+        part = curve(curves, column, config)
+        if part is None or part.n < 3:
+            continue
+        p_lo, p_hi = float(np.min(part.smooth)), float(np.max(part.smooth))
+        if not p_hi - p_lo > z * part.se_window * math.sqrt(2):
+            continue
+        p_pos = np.interp(reward.steps, part.steps, (part.smooth - p_lo) / (p_hi - p_lo))
+        lower = p_pos < position
+        limiting[lower] = column
+        position = np.minimum(position, p_pos)
+    late = _window_mask(reward.steps, config.late_fraction, late=True)
+    names, counts = np.unique(limiting[late], return_counts=True)
+    return Position(reward.steps, position, lo, hi, "the run's own range", bool(moved), str(names[np.argmax(counts)]))

@@ -1,0 +1,306 @@
+"""The forecast benchmark's protocol (beyond the paper; the laws are those of Section 3.5, Eq. 14-16): cut each curve
+of a corpus at a fraction ``f`` of its steps, forecast the rest with every method, and score the forecast on the
+held-out logged values.
+
+Scores per curve and method: held-out RMSE (and its ratio to persistence's), the plateau error against the mean of
+the last 10% of the curve, the time-to-90% error (as a share of the run; only where the curve changes by more than
+three standard errors of its end means), the coverage of the 80% and 95% intervals, the 80% interval score and the
+CRPS (both also as ratios to persistence's). Summaries: the median of each ratio and the mean coverage per corpus
+part and split, and overall with every part weighted equally.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from pgrpo.fit.baselines import BASELINES, Predictive, baseline_forecast
+from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
+from pgrpo.fit.intervals import (
+    PLATEAU_SHARE,
+    coverage,
+    crps_from_samples,
+    interval_score,
+    moving_average,
+    plateau_of,
+    rmse,
+    robust_noise_sd,
+    time_to_fraction_of_change,
+)
+
+FRACTIONS: tuple[float, ...] = (0.1, 0.25, 0.5)
+
+
+#: the fewest early points a forecast is attempted from, and held-out points it is scored on
+MIN_EARLY, MIN_HELD_OUT = 4, 4
+
+
+@dataclass
+class Curve:
+    """One curve of the corpus with its true tail: ``part`` (``workflow``, ``bandit``, ``real``), ``split``
+    (``dev``: methods are chosen on it; ``holdout``: reported only), ``group`` (runs of one model and setting at other
+    G or seeds, for pooling), the run's ``context`` and ``provenance`` (source, license, settings)."""
+
+    id: str
+    part: str
+    split: str
+    column: str
+    steps: np.ndarray
+    values: np.ndarray
+    context: RunContext = field(default_factory=RunContext)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    group: str | None = None
+    eval_steps: np.ndarray | None = None
+    eval_values: np.ndarray | None = None
+
+
+def cut(curve: Curve, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks (early, held out) of the points with ``step <= fraction * last step`` and the rest."""
+    t = curve.steps
+    early = t <= fraction * float(t[-1])
+    return early, ~early
+
+
+Method = Callable[[Curve, np.ndarray, np.ndarray, np.ndarray, RunContext], Predictive]
+
+
+def baseline_method(name: str) -> Method:
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        return baseline_forecast(name, t, y, steps)
+
+    return run
+
+
+def forecaster_method(settings: ForecasterSettings) -> Method:
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        return forecast_early_window(t, y, steps, context, settings)
+
+    return run
+
+
+ORACLE = "oracle (tail mean)"
+
+
+def oracle_method() -> Method:
+    """Not a method: the held-out values' own mean and quantiles (what no constant forecast can beat)."""
+
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        held = np.isin(curve.steps, steps)
+        tail = curve.values[held]
+        mean = np.full(steps.size, float(np.mean(tail)))
+        draws = np.tile(np.quantile(tail, np.linspace(0.0025, 0.9975, 200))[:, None], (1, steps.size))
+        intervals = {f"{side}{round(level * 100)}": np.full(steps.size, float(np.quantile(
+            tail, 0.5 - level / 2 if side == "lo" else 0.5 + level / 2))) for level in (0.8, 0.95)
+            for side in ("lo", "hi")}
+        return Predictive(ORACLE, steps, mean, intervals, np.tile(mean, (10, 1)), draws, np.full(t.size, np.nan),
+                          float(np.std(tail)))
+
+    return run
+
+
+def context_at_cut(curve: Curve, corpus_by_group: Mapping[str, Sequence[Curve]], fraction: float) -> RunContext:
+    """The run's context with what is known at the cut: the siblings' and the eval column's points up to it."""
+    base = curve.context
+    cut_step = fraction * float(curve.steps[-1])
+    siblings = []
+    for other in corpus_by_group.get(curve.group, []) if curve.group else []:
+        if other.id == curve.id or other.column != curve.column:
+            continue
+        keep = other.steps <= cut_step
+        siblings.append((other.steps[keep], other.values[keep]))
+    eval_series = None
+    if curve.eval_steps is not None:
+        keep = curve.eval_steps <= cut_step
+        eval_series = (curve.eval_steps[keep], curve.eval_values[keep])
+    return RunContext(reward_range=base.reward_range, batch=base.batch, mu=base.mu, k_ref=base.k_ref,
+                      siblings=siblings, eval_series=eval_series)
+
+
+def score_curve(curve: Curve, fraction: float, prediction: Predictive, persistence: Predictive) -> dict[str, Any]:
+    """Every score of one forecast of one curve (see the module docstring)."""
+    early, held = cut(curve, fraction)
+    t, y = curve.steps, curve.values
+    y_held = y[held]
+    n = t.size
+    n_end = max(1, int(round(PLATEAU_SHARE * n)))
+    start = float(np.mean(y[:n_end]))
+    plateau_obs = plateau_of(y)
+    noise = robust_noise_sd(y[early])
+    change_se = noise * math.sqrt(2.0 / n_end) if math.isfinite(noise) else float("nan")
+    changes = abs(plateau_obs - start) > 3.0 * change_se
+    smooth = moving_average(y, max(1, int(round(0.05 * n))))
+    t90_obs = time_to_fraction_of_change(t, smooth, start, plateau_obs) if changes else float("nan")
+    row: dict[str, Any] = {"curve": curve.id, "part": curve.part, "split": curve.split, "column": curve.column,
+                           "fraction": fraction, "method": prediction.method, "n_early": int(early.sum()),
+                           "n_held_out": int(held.sum()), "success": bool(prediction.success)}
+    if not prediction.success:
+        return row
+    span = float(t[-1] - t[0]) or 1.0
+    summary = plateau_and_t90(prediction, t[early], y[early], n, start)
+    t90_f = summary["t90"]["mean"]
+    if changes and not math.isfinite(t90_f):
+        t90_f = float(t[-1])  # never within the run
+    lo80, hi80 = prediction.intervals["lo80"], prediction.intervals["hi80"]
+    lo95, hi95 = prediction.intervals["lo95"], prediction.intervals["hi95"]
+    row.update({
+        "rmse": rmse(y_held, prediction.mean),
+        "persistence_rmse": rmse(y_held, persistence.mean),
+        "plateau_observed": plateau_obs,
+        "plateau_forecast": summary["plateau"]["mean"],
+        "plateau_lo80": summary["plateau"]["lo80"], "plateau_hi80": summary["plateau"]["hi80"],
+        "plateau_error": summary["plateau"]["mean"] - plateau_obs,
+        "noise_sd": noise,
+        "t90_observed": t90_obs,
+        "t90_forecast": t90_f,
+        "t90_error_share": (t90_f - t90_obs) / span if changes and math.isfinite(t90_obs) else float("nan"),
+        "coverage80": coverage(y_held, lo80, hi80),
+        "coverage95": coverage(y_held, lo95, hi95),
+        "interval_score80": interval_score(y_held, lo80, hi80, 0.8),
+        "persistence_interval_score80": interval_score(y_held, persistence.intervals["lo80"],
+                                                       persistence.intervals["hi80"], 0.8),
+        "crps": crps_from_samples(prediction.value_draws, y_held),
+        "persistence_crps": crps_from_samples(persistence.value_draws, y_held),
+    })
+    row["rmse_ratio"] = row["rmse"] / row["persistence_rmse"] if row["persistence_rmse"] > 0 else float("nan")
+    row["interval_score_ratio"] = (row["interval_score80"] / row["persistence_interval_score80"]
+                                   if row["persistence_interval_score80"] > 0 else float("nan"))
+    row["crps_ratio"] = row["crps"] / row["persistence_crps"] if row["persistence_crps"] > 0 else float("nan")
+    row["plateau_abs_error_noise"] = abs(row["plateau_error"]) / noise if noise and math.isfinite(noise) else float(
+        "nan")
+    weights = (prediction.details or {}).get("weights")
+    if weights:
+        row["mixture"] = ";".join(f"{k}={v:.2f}" for k, v in sorted(weights.items(), key=lambda kv: -kv[1]) if v >= 0.01)
+    return row
+
+
+def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractions: Sequence[float] = FRACTIONS,
+                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Every (curve, fraction, method) scored; curves with too few early or held-out points are skipped (a row
+    with ``success = False`` and a message)."""
+    by_group: dict[str, list[Curve]] = {}
+    for curve in corpus:
+        if curve.group:
+            by_group.setdefault(curve.group, []).append(curve)
+    rows: list[dict[str, Any]] = []
+    for curve in corpus:
+        for fraction in fractions:
+            early, held = cut(curve, fraction)
+            if early.sum() < MIN_EARLY or held.sum() < MIN_HELD_OUT:
+                rows.append({"curve": curve.id, "part": curve.part, "split": curve.split, "column": curve.column,
+                             "fraction": fraction, "method": "all", "success": False,
+                             "message": f"{int(early.sum())} early / {int(held.sum())} held-out points"})
+                continue
+            t, y = curve.steps[early], curve.values[early]
+            steps = curve.steps[held]
+            context = context_at_cut(curve, by_group, fraction)
+            naive = baseline_forecast("persistence", t, y, steps)
+            for name, method in methods.items():
+                prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
+                prediction.method = name
+                rows.append(score_curve(curve, fraction, prediction, naive))
+        if progress:
+            progress(curve.id)
+    return rows
+
+
+def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict[str, Method]:
+    """The baselines and the forecaster with its kept levers."""
+    methods: dict[str, Method] = {name: baseline_method(name) for name in BASELINES}
+    methods["forecaster"] = forecaster_method(settings)
+    methods[ORACLE] = oracle_method()
+    return methods
+
+
+# ---- summaries ---------------------------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float]) -> float:
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
+    return float(np.median(v)) if v.size else float("nan")
+
+
+def _mean(values: Sequence[float]) -> float:
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
+    return float(np.mean(v)) if v.size else float("nan")
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    ok = np.isfinite(values)
+    values, weights = values[ok], weights[ok]
+    if values.size == 0:
+        return float("nan")
+    order = np.argsort(values)
+    values, weights = values[order], weights[order]
+    cum = np.cumsum(weights) / weights.sum()
+    return float(values[np.searchsorted(cum, 0.5)])
+
+
+SUMMARY_FIELDS = ("rmse_ratio", "ratio_to_best_baseline", "coverage80", "coverage95", "interval_score_ratio",
+                  "crps_ratio", "plateau_abs_error_noise", "t90_abs_error_share")
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASELINES) -> list[dict[str, Any]]:
+    """Per (part, split, fraction, method) and overall (every part weighted equally, per split and for both):
+    the median ratios, mean coverages, median |plateau error| in noise s.d. and median |t90 error| share; the best
+    baseline of a cell is the one (other than persistence's ratio to itself) with the lowest median RMSE ratio."""
+    ok = [r for r in rows if r.get("success") and r.get("method") != "all" and "rmse" in r]
+    cells: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in ok:
+        cells.setdefault((r["part"], r["split"], r["fraction"]), []).append(r)
+    scopes: list[tuple[str, str, float, list[Mapping[str, Any]]]] = [
+        (part, split, fraction, group) for (part, split, fraction), group in sorted(cells.items())]
+    fractions = sorted({r["fraction"] for r in ok})
+    for fraction in fractions:
+        for split in ("dev", "holdout", "all"):
+            group = [r for r in ok if r["fraction"] == fraction and (split == "all" or r["split"] == split)]
+            if group:
+                scopes.append(("overall", split, fraction, group))
+    out = []
+    for part, split, fraction, group in scopes:
+        out.extend(_summarize_scope(part, split, fraction, group, baselines))
+    return out
+
+
+def _summarize_scope(part: str, split: str, fraction: float, group: Sequence[Mapping[str, Any]],
+                     baselines: Sequence[str]) -> list[dict[str, Any]]:
+    methods = list(dict.fromkeys(r["method"] for r in group))
+    parts = {r["part"] for r in group}
+    part_curves = {p: len({r["curve"] for r in group if r["part"] == p}) for p in parts}
+
+    def weight(r):  # every part counts equally overall
+        return 1.0 / part_curves[r["part"]]
+
+    by_method = {m: [r for r in group if r["method"] == m] for m in methods}
+    ratio_median = {m: _weighted_median(np.array([r.get("rmse_ratio", np.nan) for r in rs], float),
+                                        np.array([weight(r) for r in rs])) for m, rs in by_method.items()}
+    candidates = [b for b in baselines if b in by_method]
+    best = min(candidates, key=lambda b: ratio_median[b]) if candidates else None
+    best_rmse = {r["curve"]: r["rmse"] for r in by_method.get(best, [])} if best else {}
+    rows = []
+    for m, rs in by_method.items():
+        w = np.array([weight(r) for r in rs])
+
+        def wmed(key, transform=lambda v: v):
+            return _weighted_median(np.array([transform(r.get(key, np.nan)) for r in rs], float), w)
+
+        def wmean(key):
+            v = np.array([r.get(key, np.nan) for r in rs], float)
+            okv = np.isfinite(v)
+            return float(np.sum(v[okv] * w[okv]) / np.sum(w[okv])) if okv.any() else float("nan")
+
+        to_best = np.array([r["rmse"] / best_rmse[r["curve"]] if best_rmse.get(r["curve"]) else np.nan for r in rs])
+        rows.append({
+            "part": part, "split": split, "fraction": fraction, "method": m, "curves": len({r["curve"] for r in rs}),
+            "best_baseline": best,
+            "rmse_ratio": ratio_median[m],
+            "ratio_to_best_baseline": _weighted_median(to_best, w),
+            "coverage80": wmean("coverage80"), "coverage95": wmean("coverage95"),
+            "interval_score_ratio": wmed("interval_score_ratio"), "crps_ratio": wmed("crps_ratio"),
+            "plateau_abs_error_noise": wmed("plateau_abs_error_noise"),
+            "t90_abs_error_share": wmed("t90_error_share", abs),
+            "wins_vs_persistence": float(np.mean([r.get("rmse_ratio", np.nan) < 1 for r in rs])),
+        })
+    return rows

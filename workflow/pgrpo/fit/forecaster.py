@@ -1,0 +1,635 @@
+"""The forecaster of a run's reward curve from its first steps (beyond the paper), built on Theorem 7.
+
+The mean trajectory of Eq. 8 from rest is a saturation law ``R(t) = R_inf - (R_inf - R0) d(t)`` (Section 3.5): the
+single exponential (Cor. 13, Eq. 14), the critically damped three-phase law (Prop. 14, Eq. 16), the two-pole
+overdamped response (Prop. 14) and, as a lever, the response whose shape is fixed by the optimizer through Eq. 9-10:
+with ``x = K eta``, ``omega_n^2 = 2x / ((1 + mu) + x K_ref^2)`` and
+``zeta = ((1 - mu) - x K_ref) / sqrt(2x ((1 + mu) + x K_ref^2))``, one shape parameter (the stiffness measured from
+the early slope) instead of two. A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
+is fitted by variable projection: on a grid of its shape parameters the amplitudes ``(R0, R_inf)`` are a weighted
+linear least-squares problem, bounded to the reward's range where one is known (a prior from the range); rates are
+bounded by what the data can show: none faster than ``pi / (2 Delta)`` for a logging interval ``Delta`` (no
+oscillation or rise between two logged points), none slower than ``0.1 / T`` for the run's length ``T``.
+
+The laws are averaged by Akaike weights (AICc); within a law the shape grid carries a posterior
+``exp(-chi^2 / 2) det(X^T W X)^{-1/2}`` and the amplitudes their Gaussian conditional, so a plateau the window
+cannot pin gets a wide band. The logged value adds the noise (the early residuals, resampled; scaled as
+``sqrt((m - lo)(hi - m))`` for a bounded reward, the binomial law of a batch mean) and a drift whose s.d. grows as
+``sqrt(h / W)`` over a horizon ``h`` beyond a window ``W``. Runs of the same model at other G or seeds can be pooled
+into one mean trajectory (Prop. 10: ``G`` enters Eq. 8 only through the forcing); an eval column shares the shape
+with separate amplitudes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from pgrpo.fit.baselines import Predictive, baseline_forecast
+from pgrpo.fit.deviation import fit_deviation
+from pgrpo.fit.intervals import (
+    LEVELS,
+    binomial_noise_sd,
+    PLATEAU_SHARE,
+    moving_average,
+    rmse,
+    robust_noise_sd,
+    sample_intervals,
+    time_to_fraction_of_change,
+)
+from pgrpo.fit.laws import (
+    EXPONENTIAL,
+    OVERDAMPED,
+    THREE_PHASE,
+    deficit_exponential,
+    deficit_overdamped,
+    deficit_three_phase,
+    deficit_underdamped,
+)
+
+FLAT = "flat"
+
+
+THEORY = "theory"
+
+
+FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, THEORY)
+
+
+_N_RATES = 90
+
+
+_OVERDAMPED_RATIOS = (1.5, 3.0, 8.0, 25.0, 100.0)
+
+
+@dataclass(frozen=True)
+class ForecasterSettings:
+    """The forecaster's levers (each measured by the forecast benchmark; the defaults are the kept ones).
+
+    ``laws``: the candidate laws; ``theory``: add the Eq. 9-10 law when ``mu`` and ``K_ref`` are known;
+    ``averaging``: ``akaike`` (weights) or ``best`` (the lowest AICc alone); ``criterion``: ``aicc`` or ``aic``;
+    ``slowest_rate``: no rate below ``slowest_rate / t_cut`` (None: ``0.1 / T``); ``range_prior``: bound the amplitudes to
+    the reward's range (the declared one, else the early window's span widened by ``range_margin`` of itself on each
+    side); ``binomial_noise``: scale the noise as a bounded reward's batch mean; ``pool``: pool sibling runs
+    (Prop. 10); ``eval_column``: fit the eval column with the same shape; ``deviation``: forecast the run's own
+    deviation from the mean trajectory (:mod:`pgrpo.fit.deviation`); ``drift``: the drift's s.d. at ``h = W`` in
+    units of the residual s.d.; ``recency``: weight of the last point against the first (exponential in time, 1 = equal
+    weights).
+    """
+
+    laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED)
+    theory: bool = False
+    averaging: str = "akaike"
+    criterion: str = "aicc"
+    range_prior: bool = True
+    range_margin: float = 0.5
+    binomial_noise: bool = False
+    pool: bool = False
+    eval_column: bool = True
+    deviation: bool = True
+    center: str = "best"
+    slowest_rate: float | None = 0.5
+    drift: float = 0.0
+    recency: float = 1.0
+    draws: int = 400
+    seed: int = 0
+
+    def replace(self, **changes: Any) -> "ForecasterSettings":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class RunContext:
+    """What is known about a run besides its early log: the reward's declared range, the completions per step
+    (``batch``), the momentum ``mu`` and refresh interval ``k_ref`` of Eq. 9, sibling runs' early windows
+    (``siblings``: (steps, values) pairs, same model at other G or seeds) and the early eval column (steps, values)."""
+
+    reward_range: tuple[float, float] | None = None
+    batch: float | None = None
+    mu: float | None = None
+    k_ref: float | None = None
+    siblings: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    eval_series: tuple[np.ndarray, np.ndarray] | None = None
+
+
+# ---- the laws on a shape grid ------------------------------------------------------------------------------------
+
+
+def theory_shape(x: np.ndarray, mu: float, k_ref: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(omega_n, zeta)`` of Eq. 9-10 at ``delta = 1`` as functions of ``x = K eta``."""
+    x = np.asarray(x, float)
+    mass = (1.0 + mu) + x * k_ref**2
+    omega = np.sqrt(2.0 * x / mass)
+    zeta = ((1.0 - mu) - x * k_ref) / np.sqrt(2.0 * x * mass)
+    return omega, zeta
+
+
+def _theory_deficit(t: np.ndarray, omega: float, zeta: float) -> np.ndarray:
+    if zeta >= 1.0:
+        return deficit_overdamped(t, omega, zeta)
+    return deficit_underdamped(t, omega, max(zeta, 1e-3))
+
+
+@dataclass
+class ShapeGrid:
+    """A law's shape parameters on a grid: ``shapes`` (grid points, as dicts) and the deficit at any times."""
+
+    law: str
+    shapes: list[dict[str, float]]
+    k: int
+
+    def deficits(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, float)
+        if self.law == FLAT:
+            return np.ones((1, t.size))
+        rows = []
+        for s in self.shapes:
+            if self.law == EXPONENTIAL:
+                rows.append(deficit_exponential(t, s["lambda"]))
+            elif self.law == THREE_PHASE:
+                rows.append(deficit_three_phase(t, s["omega_n"]))
+            elif self.law == OVERDAMPED:
+                rows.append(deficit_overdamped(t, s["omega_n"], s["zeta"]))
+            else:
+                rows.append(_theory_deficit(t, s["omega_n"], s["zeta"]))
+        return np.array(rows)
+
+
+def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = None,
+               k_ref: float | None = None) -> ShapeGrid | None:
+    """The grid of ``law`` with every rate in ``[rate_min, rate_max]`` (None for the theory law without mu, K_ref,
+    or when no stable ``x`` has a rate in range)."""
+    rates = np.geomspace(rate_min, rate_max, _N_RATES)
+    if law == FLAT:
+        return ShapeGrid(FLAT, [{}], 1)
+    if law == EXPONENTIAL:
+        return ShapeGrid(law, [{"lambda": float(r)} for r in rates], 3)
+    if law == THREE_PHASE:
+        return ShapeGrid(law, [{"omega_n": float(r)} for r in rates], 3)
+    if law == OVERDAMPED:
+        shapes = []
+        for a in np.geomspace(rate_min, rate_max, _N_RATES // 2):
+            for ratio in _OVERDAMPED_RATIOS:
+                shapes.append({"omega_n": float(a * math.sqrt(ratio)), "zeta": float(math.cosh(0.5 * math.log(ratio))),
+                               "slow_pole": float(a)})
+        return ShapeGrid(law, shapes, 4)
+    if law == THEORY:
+        if mu is None or k_ref is None:
+            return None
+        x_max = (1.0 - mu) / k_ref if k_ref > 0 else math.inf  # Prop. 9: stable only below K eta K_ref = 1 - mu
+        x = np.geomspace(rate_min * (1.0 - mu) * 0.5, min(x_max * 0.999, 10.0), 3 * _N_RATES)
+        omega, zeta = theory_shape(x, mu, k_ref)
+        slow = np.where(zeta >= 1, omega * (zeta - np.sqrt(np.maximum(zeta**2 - 1, 0))), zeta * omega)
+        ok = (slow >= rate_min) & (omega <= rate_max * 4) & (np.where(zeta < 1, omega * np.sqrt(
+            np.clip(1 - zeta**2, 0, 1)), 0.0) <= rate_max)
+        if not ok.any():
+            return None
+        idx = np.nonzero(ok)[0]
+        idx = idx[np.linspace(0, idx.size - 1, min(idx.size, _N_RATES)).round().astype(int)]
+        return ShapeGrid(law, [{"K_eta": float(x[i]), "omega_n": float(omega[i]), "zeta": float(zeta[i])}
+                               for i in np.unique(idx)], 3)
+    raise ValueError(f"unknown forecast law {law!r}")
+
+
+# ---- variable projection with bounded amplitudes ---------------------------------------------------------------
+
+
+def _bounded_amplitudes(D: np.ndarray, y: np.ndarray, w: np.ndarray, bounds: tuple[float, float] | None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per grid row of deficits ``D`` (G, n): the weighted least-squares ``(R0, R_inf)`` of ``y = R0 d + R_inf (1-d)``
+    within ``bounds`` (both amplitudes), the weighted RSS, ``log det(X^T W X)`` and ``(X^T W X)^-1`` (G, 2, 2)."""
+    d, e = D, 1.0 - D
+    a11, a22, a12 = (w * d * d).sum(1), (w * e * e).sum(1), (w * d * e).sum(1)
+    b1, b2 = (w * d * y).sum(1), (w * e * y).sum(1)
+    yy = float((w * y * y).sum())
+    det = a11 * a22 - a12 * a12
+    ridge = 1e-12 * (a11 + a22 + 1e-300)
+    det_safe = np.where(det > ridge * (a11 + a22), det, np.nan)
+    r0 = (a22 * b1 - a12 * b2) / det_safe
+    ri = (a11 * b2 - a12 * b1) / det_safe
+
+    def rss(p, q):
+        return yy - 2 * (p * b1 + q * b2) + p * p * a11 + q * q * a22 + 2 * p * q * a12
+
+    inv = np.stack([np.stack([a22, -a12], -1), np.stack([-a12, a11], -1)], -2) / det_safe[:, None, None]
+    logdet = np.log(np.maximum(det, 1e-300))
+
+    if bounds is None:
+        bad = ~np.isfinite(r0)
+        if bad.any():  # degenerate design (d constant): one amplitude
+            tot = a11 + a22 + 2 * a12
+            level = (b1 + b2) / np.where(tot > 0, tot, np.nan)
+            r0, ri = np.where(bad, level, r0), np.where(bad, level, ri)
+        return r0, ri, np.maximum(rss(r0, ri), 0.0), logdet, inv
+    lo, hi = bounds
+    feasible = np.isfinite(r0) & (r0 >= lo) & (r0 <= hi) & (ri >= lo) & (ri <= hi)
+    best_p, best_q = np.where(feasible, r0, np.nan), np.where(feasible, ri, np.nan)
+    best = np.where(feasible, rss(np.nan_to_num(r0), np.nan_to_num(ri)), np.inf)
+    for c in (lo, hi):
+        q = np.clip((b2 - c * a12) / np.where(a22 > 0, a22, np.nan), lo, hi)  # R0 = c
+        q = np.nan_to_num(q, nan=c)
+        val = rss(c, q)
+        take = ~feasible & (val < best)
+        best, best_p, best_q = np.where(take, val, best), np.where(take, c, best_p), np.where(take, q, best_q)
+        p = np.clip((b1 - c * a12) / np.where(a11 > 0, a11, np.nan), lo, hi)  # R_inf = c
+        p = np.nan_to_num(p, nan=c)
+        val = rss(p, c)
+        take = ~feasible & (val < best)
+        best, best_p, best_q = np.where(take, val, best), np.where(take, p, best_p), np.where(take, c, best_q)
+    return best_p, best_q, np.maximum(best, 0.0), logdet, inv
+
+
+@dataclass
+class LawFit:
+    """A law fitted on the grid: the profile over its shapes and the best point."""
+
+    law: str
+    grid: ShapeGrid
+    r0: np.ndarray
+    rinf: np.ndarray
+    chi2: np.ndarray
+    logdet: np.ndarray
+    n: int
+    k: int
+    cov: np.ndarray | None = None
+    aicc: float = float("nan")
+
+    @property
+    def best(self) -> int:
+        return int(np.nanargmin(self.chi2))
+
+    def params(self, i: int | None = None) -> dict[str, float]:
+        i = self.best if i is None else i
+        return {"R0": float(self.r0[i]), "R_inf": float(self.rinf[i]), **self.grid.shapes[i]}
+
+
+def _aicc(rss: float, n: int, k: int, small_sample: bool = True) -> float:
+    p = k + 1
+    value = n * math.log(max(rss, 1e-300) / n) + 2 * p
+    if not small_sample:
+        return value
+    return value + (2 * p * (p + 1) / (n - p - 1) if n - p - 1 > 0 else 1e6)
+
+
+def fit_on_grid(law: str, grid: ShapeGrid, series: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                bounds: tuple[float, float] | None, small_sample: bool = True) -> LawFit:
+    """Fit ``law`` to ``series`` = [(t, y, w) primary-with-pooled-siblings, then extra series with their own
+    amplitudes (eval)]: chi^2 summed over the series at each grid point; amplitudes returned for the first."""
+    chi2 = np.zeros(len(grid.shapes))
+    out = None
+    n = 0
+    k = grid.k
+    for j, (t, y, w) in enumerate(series):
+        D = grid.deficits(t)
+        if grid.law == FLAT:
+            level = float(np.sum(w * y) / np.sum(w))
+            if bounds is not None:
+                level = float(np.clip(level, *bounds))
+            r0 = ri = np.array([level])
+            c2 = np.array([float(np.sum(w * (y - level) ** 2))])
+            logdet = np.array([math.log(max(float(np.sum(w)), 1e-300))])
+            inv = None
+        else:
+            r0, ri, c2, logdet, inv = _bounded_amplitudes(D, y, w, bounds)
+        chi2 = chi2 + c2
+        n += t.size
+        if j == 0:
+            out = (r0, ri, logdet, inv)
+        else:
+            k += 1 if grid.law == FLAT else 2
+    r0, ri, logdet, inv = out
+    fit = LawFit(law, grid, r0, ri, chi2, logdet, n, k, inv)
+    fit.aicc = _aicc(float(np.nanmin(chi2)), n, k, small_sample)
+    return fit
+
+
+# ---- the forecaster ---------------------------------------------------------------------------------------------
+
+
+def _rate_bounds(t: np.ndarray, horizon: float, slowest: float | None) -> tuple[float, float]:
+    """Rates the data can show: at most ``pi / (2 Delta)`` (Delta: the median logging interval), at least
+    ``slowest / t_cut`` (a time scale at most ``1/slowest`` windows; None: ``0.1 / horizon``)."""
+    spacing = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    spacing = spacing if spacing > 0 else 1.0
+    rate_max = math.pi / (2.0 * spacing)
+    floor = slowest / max(float(t[-1]), 1e-9) if slowest else 0.1 / max(horizon, 1e-9)
+    rate_min = min(floor, rate_max / 100.0)
+    return rate_min, rate_max
+
+
+def amplitude_bounds(y: np.ndarray, context: RunContext, settings: ForecasterSettings) -> tuple[float, float] | None:
+    """The prior on the amplitudes: the declared range, else the early window's span widened by ``range_margin``."""
+    if not settings.range_prior:
+        return None
+    if context.reward_range is not None:
+        return (float(context.reward_range[0]), float(context.reward_range[1]))
+    lo, hi = float(np.min(y)), float(np.max(y))
+    spread = hi - lo if hi > lo else max(abs(hi), 1.0)
+    return (lo - settings.range_margin * spread, hi + settings.range_margin * spread)
+
+
+def _weights(t: np.ndarray, recency: float) -> np.ndarray:
+    if recency == 1.0 or t.size < 2:
+        return np.ones(t.size)
+    x = (t - t[0]) / (t[-1] - t[0]) if t[-1] > t[0] else np.zeros(t.size)
+    return recency**x
+
+
+def _noise_scale(m: np.ndarray, context: RunContext, settings: ForecasterSettings) -> np.ndarray:
+    if settings.binomial_noise and context.reward_range is not None:
+        lo, hi = context.reward_range
+        mm = np.clip(m, lo, hi)
+        floor = 0.02 * (hi - lo)
+        return np.sqrt(np.maximum((mm - lo) * (hi - mm), floor * floor))
+    return np.ones(np.asarray(m).size)
+
+
+@dataclass
+class ForecastDetails:
+    """The mixture behind a forecast: law -> Akaike weight, best parameters, AICc; and notes in words."""
+
+    weights: dict[str, float]
+    params: dict[str, dict[str, float]]
+    aicc: dict[str, float]
+    bounds: tuple[float, float] | None
+    rate_bounds: tuple[float, float]
+    noise_sd: float
+    notes: list[str]
+
+
+def forecast_early_window(t: Sequence[float], y: Sequence[float], steps: Sequence[float],
+                          context: RunContext | None = None,
+                          settings: ForecasterSettings = ForecasterSettings()) -> Predictive:
+    """Forecast the logged values at ``steps`` from the early window ``(t, y)``: the Akaike mixture of the laws
+    fitted there, its parameter band, the resampled noise and the drift (see the module docstring)."""
+    context = context or RunContext()
+    t, y, steps = np.asarray(t, float), np.asarray(y, float), np.asarray(steps, float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    if t.size < 3:
+        return baseline_forecast("persistence", t, y, steps) if t.size else _nothing(steps)
+    horizon = float(max(steps.max() if steps.size else t[-1], t[-1]))
+    rate_min, rate_max = _rate_bounds(t, horizon, settings.slowest_rate)
+    bounds = amplitude_bounds(y, context, settings)
+    noise = robust_noise_sd(y)
+    if not (math.isfinite(noise) and noise > 0):
+        noise = float(np.std(y)) or 1e-6
+    base_w = _weights(t, settings.recency)
+    scale0 = _noise_scale(np.full(t.size, np.mean(y)), context, settings)
+    primary_t, primary_y, primary_w = t, y, base_w / (noise * scale0) ** 2
+    if settings.pool and context.siblings:
+        ts, ys, ws = [primary_t], [primary_y], [primary_w]
+        for st, sy in context.siblings:
+            st, sy = np.asarray(st, float), np.asarray(sy, float)
+            ok = np.isfinite(st) & np.isfinite(sy)
+            st, sy = st[ok], sy[ok]
+            if st.size < 3:
+                continue
+            s_noise = robust_noise_sd(sy)
+            s_noise = s_noise if math.isfinite(s_noise) and s_noise > 0 else noise
+            ts.append(st), ys.append(sy)
+            ws.append(_weights(st, settings.recency) / (s_noise * _noise_scale(np.full(st.size, np.mean(sy)),
+                                                                                  context, settings)) ** 2)
+        primary_t, primary_y, primary_w = np.concatenate(ts), np.concatenate(ys), np.concatenate(ws)
+    series = [(primary_t, primary_y, primary_w)]
+    if settings.eval_column and context.eval_series is not None:
+        et, ey = (np.asarray(a, float) for a in context.eval_series)
+        ok = np.isfinite(et) & np.isfinite(ey)
+        if ok.sum() >= 3:
+            e_noise = robust_noise_sd(ey[ok])
+            e_noise = e_noise if math.isfinite(e_noise) and e_noise > 0 else noise
+            series.append((et[ok], ey[ok], np.full(int(ok.sum()), 1.0 / e_noise**2)))
+
+    laws = list(settings.laws)
+    if settings.theory and THEORY not in laws:
+        laws.append(THEORY)
+    fits: list[LawFit] = []
+    notes: list[str] = []
+    for law in laws:
+        grid = shape_grid(law, rate_min, rate_max, context.mu, context.k_ref)
+        if grid is None:
+            continue
+        if primary_t.size <= grid.k:
+            continue
+        fits.append(fit_on_grid(law, grid, series, bounds, settings.criterion == "aicc"))
+    if not fits:
+        return baseline_forecast("persistence", t, y, steps)
+    aicc = np.array([f.aicc for f in fits])
+    if settings.averaging == "best":
+        weights = (aicc == aicc.min()).astype(float)
+    else:
+        weights = np.exp(-0.5 * (aicc - aicc.min()))
+    weights = weights / weights.sum()
+
+    rng = np.random.default_rng(settings.seed)
+    draws = settings.draws
+    counts = rng.multinomial(draws, weights)
+    mean_draws, fitted_draws = [], []
+    for fit, count in zip(fits, counts):
+        if count == 0:
+            continue
+        md, fd = _law_draws(fit, steps, t, count, bounds, rng)
+        mean_draws.append(md)
+        fitted_draws.append(fd)
+    mean_draws = np.vstack(mean_draws)
+    fitted_draws = np.vstack(fitted_draws)
+    fitted = np.mean(fitted_draws, axis=0)
+    # the point forecast: the mixture of the laws' best fits
+    best_future = sum(w * _curve(f, f.best, steps) for f, w in zip(fits, weights))
+    best_fitted = sum(w * _curve(f, f.best, t) for f, w in zip(fits, weights))
+    if settings.center == "draws":
+        best_future = np.mean(mean_draws, axis=0)
+    elif settings.center == "recenter":
+        mean_draws = mean_draws + (best_future - np.mean(mean_draws, axis=0))[None, :]
+
+    # the logged value: the run's own deviation (OU, Eq. 8 forcing), the batch noise (resampled residuals), drift
+    residual = y - best_fitted
+    k_eff = float(sum(w * f.k for f, w in zip(fits, weights)))
+    mean_draws, value_draws, point_shift, deviation = _noise_draws(
+        t, residual, best_fitted, best_future, steps, mean_draws, k_eff, context, settings, rng, noise)
+    best_future = best_future + point_shift
+    mean_draws_out = mean_draws
+    if context.reward_range is not None:
+        value_draws = np.clip(value_draws, *context.reward_range)
+    intervals = sample_intervals(value_draws, LEVELS)
+    for i, f in enumerate(fits):
+        notes += _window_notes(f, t, weights[i])
+    if deviation is not None:
+        notes.append("deviation at the cut: {deviation_at_cut:.3g}, correlation time {tau:.3g} steps, share of "
+                     "the residual variance {q:.2f} (white-noise weight {white_weight:.2f})".format(
+                         **deviation.summary()))
+    details = ForecastDetails(
+        weights={f.law: float(w) for f, w in zip(fits, weights)},
+        params={f.law: f.params() for f in fits},
+        aicc={f.law: float(f.aicc) for f in fits},
+        bounds=bounds, rate_bounds=(rate_min, rate_max), noise_sd=float(np.sqrt(np.mean(residual**2))),
+        notes=notes,
+    )
+    return Predictive("forecaster", steps, best_future, intervals, mean_draws_out, value_draws, best_fitted,
+                      details.noise_sd, details=dataclasses.asdict(details))
+
+
+def _noise_draws(t: np.ndarray, residual: np.ndarray, fitted: np.ndarray, future: np.ndarray, steps: np.ndarray,
+                 mean_draws: np.ndarray, k_eff: float, context: RunContext, settings: ForecasterSettings,
+                 rng: np.random.Generator, noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """Draws of the run's mean (law draws plus its own deviation) and of the logged value (plus the batch noise
+    and the drift), the point forecast's shift by the expected deviation, and the deviation model (or None)."""
+    draws = mean_draws.shape[0]
+    rel_early = _noise_scale(fitted, context, settings)
+    rel_future = _noise_scale(future, context, settings)
+    z = residual / rel_early
+    sd_z = float(np.std(z)) if z.size > 1 else 1.0
+    sd_z = sd_z if sd_z > 0 else 1.0
+    inflate = math.sqrt(t.size / max(t.size - k_eff, 1.0))
+    bandwidth = 0.5 * t.size ** (-0.2)
+    standard = (z - np.mean(z)) / sd_z
+    picks = rng.integers(0, standard.size, size=mean_draws.shape)
+    shape = standard[picks] + bandwidth * rng.standard_normal(mean_draws.shape)
+    shape /= math.sqrt(1.0 + bandwidth**2)
+    shift = np.zeros(steps.size)
+    deviation = None
+    if settings.deviation and t.size >= 6:
+        deviation = fit_deviation(t, residual, k_eff)
+        dev_mean, dev_var, white_var = deviation.forecast(steps)
+        g = rng.choice(deviation.weights.size, size=draws, p=deviation.weights)
+        dev = dev_mean[g] + np.sqrt(np.maximum(dev_var[g], 0.0)) * rng.standard_normal((draws, 1))
+        white_sd = np.sqrt(np.maximum(white_var[g], 0.0)) / np.sqrt(np.mean(rel_early**2))
+        mean_draws = mean_draws + dev
+        shift = deviation.weights @ dev_mean
+        mean_draws = mean_draws - (np.mean(dev, axis=0) - shift)[None, :]
+        value_draws = mean_draws + shape * white_sd * rel_future[None, :]
+    else:
+        value_draws = mean_draws + shape * sd_z * inflate * rel_future[None, :]
+    if settings.binomial_noise and context.batch and context.reward_range is not None:
+        lo, hi = context.reward_range
+        floor = binomial_noise_sd(future + shift, (lo, hi), float(context.batch))
+        spread = value_draws - mean_draws
+        current = np.std(spread, axis=0)
+        factor = np.where(current < floor, floor / np.maximum(current, 1e-12), 1.0)
+        value_draws = mean_draws + spread * factor[None, :]
+    if settings.drift > 0:
+        window = max(float(t[-1] - t[0]), 1e-9)
+        h = np.clip(steps - t[-1], 0.0, None)
+        resid_sd = float(np.sqrt(np.mean(residual**2))) if residual.size else noise
+        drift = settings.drift * resid_sd * np.sqrt(h / window)
+        kick = drift[None, :] * rng.standard_normal((draws, 1))
+        value_draws, mean_draws = value_draws + kick, mean_draws + kick
+    return mean_draws, value_draws, shift, deviation
+
+
+def _nothing(steps: np.ndarray) -> Predictive:
+    nan = np.full(steps.size, np.nan)
+    return Predictive("forecaster", steps, nan, {k: nan for k in ("lo80", "hi80", "lo95", "hi95")},
+                      np.full((1, steps.size), np.nan), np.full((1, steps.size), np.nan), np.array([]),
+                      float("nan"), success=False, message="no finite point in the early window")
+
+
+def _curve(fit: LawFit, i: int, t: np.ndarray) -> np.ndarray:
+    d = ShapeGrid(fit.law, [fit.grid.shapes[i]], fit.grid.k).deficits(t)[0]
+    return fit.rinf[i] - (fit.rinf[i] - fit.r0[i]) * d
+
+
+def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds: tuple[float, float] | None,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` draws of the mean curve at ``steps`` (and at ``t``) from the law's grid posterior."""
+    chi2_min = float(np.nanmin(fit.chi2))
+    scale = max(chi2_min / max(fit.n - fit.k, 1), 1.0)
+    log_post = -0.5 * (fit.chi2 - chi2_min) / scale - 0.5 * fit.logdet
+    log_post = np.where(np.isfinite(log_post), log_post, -np.inf)
+    post = np.exp(log_post - np.max(log_post))
+    post = post / post.sum()
+    idx = rng.choice(post.size, size=count, p=post)
+    D_future = fit.grid.deficits(steps)
+    D_early = fit.grid.deficits(t)
+    out_future = np.empty((count, steps.size))
+    out_early = np.empty((count, t.size))
+    for j, i in enumerate(idx):
+        r0, ri = fit.r0[i], fit.rinf[i]
+        sd = math.sqrt(scale / max(math.exp(fit.logdet[i]), 1e-300)) if fit.law == FLAT else None
+        if fit.law == FLAT:
+            r0 = ri = r0 + sd * rng.standard_normal()
+        else:
+            r0, ri = _amplitude_draw(fit, i, r0, ri, scale, rng)
+        if bounds is not None:
+            r0, ri = float(np.clip(r0, *bounds)), float(np.clip(ri, *bounds))
+        out_future[j] = ri - (ri - r0) * D_future[i]
+        out_early[j] = ri - (ri - r0) * D_early[i]
+    return out_future, out_early
+
+
+def _amplitude_draw(fit: LawFit, i: int, r0: float, ri: float, scale: float,
+                    rng: np.random.Generator) -> tuple[float, float]:
+    """``(R0, R_inf)`` from their Gaussian conditional at grid point ``i``: covariance ``scale (X^T W X)^-1``."""
+    if fit.cov is None or not np.all(np.isfinite(fit.cov[i])):
+        return r0, ri
+    draw = rng.multivariate_normal([r0, ri], fit.cov[i] * scale, check_valid="ignore")
+    return float(draw[0]), float(draw[1])
+
+
+def _window_notes(fit: LawFit, t: np.ndarray, weight: float) -> list[str]:
+    if weight < 0.2 or fit.law == FLAT:
+        return []
+    p = fit.params()
+    notes = []
+    rate = p.get("slow_pole", p.get("lambda", p.get("omega_n")))
+    if fit.law == OVERDAMPED:
+        rate = p["slow_pole"]
+    if fit.law == THEORY and p["zeta"] < 1:
+        rate = p["zeta"] * p["omega_n"]
+    if rate and 1.0 / rate > (t[-1] - t[0]):
+        notes.append(f"{fit.law}: time scale 1/rate = {1.0 / rate:.0f} steps is longer than the window "
+                     f"({t[-1] - t[0]:.0f} steps): its plateau is set by the prior, not the data")
+    return notes
+
+
+def backtest_on_seen(t: Sequence[float], y: Sequence[float], context: RunContext | None = None,
+                     settings: ForecasterSettings = ForecasterSettings()) -> dict[str, float]:
+    """How the forecaster did on the log it has seen: fitted on the first half of the early window, scored on the
+    second half, against persistence."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    half = t.size // 2
+    if half < 3 or t.size - half < 1:
+        return {"n_fit": int(half), "n_scored": int(t.size - half), "rmse": float("nan"),
+                "persistence_rmse": float("nan"), "ratio": float("nan")}
+    context = dataclasses.replace(context or RunContext(), siblings=[], eval_series=None)
+    ours = forecast_early_window(t[:half], y[:half], t[half:], context, settings.replace(draws=100))
+    naive = baseline_forecast("persistence", t[:half], y[:half], t[half:], draws=10)
+    a, b = rmse(y[half:], ours.mean), rmse(y[half:], naive.mean)
+    return {"n_fit": int(half), "n_scored": int(t.size - half), "rmse": a, "persistence_rmse": b,
+            "ratio": a / b if b > 0 else float("nan")}
+
+
+def plateau_and_t90(prediction: Predictive, t_early: np.ndarray, y_early: np.ndarray, n_total: int,
+                    start: float) -> dict[str, dict[str, float]]:
+    """The plateau (the mean curve's mean over the run's last 10% of steps) and t90 (the first step at which the
+    path, smoothed early log then the mean curve, makes 90% of its change from ``start`` to the plateau), each with
+    its central 80% band from the mean-curve draws; t90's ``mean`` is over the draws that reach it (NaN when fewer
+    than half do), ``of_mean_curve`` that of the mean curve itself."""
+    tail = max(1, int(round(PLATEAU_SHARE * n_total)))
+    tail = min(tail, prediction.steps.size)
+    plateau_draws = np.mean(prediction.mean_draws[:, -tail:], axis=1)
+    plateau_mean = float(np.mean(prediction.mean[-tail:]))
+    window = max(1, int(round(0.05 * n_total)))
+    smooth = moving_average(y_early, window)
+    grid = np.concatenate([t_early, prediction.steps])
+    t90 = []
+    for draw, plateau in zip(prediction.mean_draws[:200], plateau_draws[:200]):
+        t90.append(time_to_fraction_of_change(grid, np.concatenate([smooth, draw]), start, plateau))
+    t90 = np.array(t90)
+    t90_point = time_to_fraction_of_change(grid, np.concatenate([smooth, prediction.mean]), start, plateau_mean)
+    reached = np.isfinite(t90)
+    if reached.mean() >= 0.5:
+        lo, hi = np.quantile(t90[reached], [0.1, 0.9])
+        mean = float(np.mean(t90[reached]))
+    else:
+        lo = hi = mean = float("nan")
+    return {
+        "plateau": {"mean": plateau_mean, "lo80": float(np.quantile(plateau_draws, 0.1)),
+                    "hi80": float(np.quantile(plateau_draws, 0.9))},
+        "t90": {"mean": mean, "lo80": float(lo), "hi80": float(hi), "of_mean_curve": t90_point,
+                "share_reached": float(reached.mean())},
+    }

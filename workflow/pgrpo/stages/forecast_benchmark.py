@@ -1,0 +1,334 @@
+"""Stage ``forecast_benchmark`` (beyond the paper; the laws of Section 3.5, Eq. 14-16, against the baselines a user
+would pick): the corpus, in three parts with their provenance, the protocol of :mod:`pgrpo.fit.benchmark`, and the
+per-forecast CSV, the Markdown summary and the figure, written atomically.
+
+(a) ``workflow``: the workflow's own runs, ``{model}/G{G}/seed{seed}/log.csv`` (every seed, G and column);
+(b) ``bandit``: the exact softmax bandit (:func:`pgrpo.bandit.simulate`, G -> infinity) and the finite-G bandit
+    (:func:`pgrpo.bandit.finite_g.simulate_finite_g`) over :data:`BANDIT_SETTINGS`, G in {4, 16}, two seeds; each
+    run as long as it takes the exact curve to make 90% of its rise at 15/30/50/70% of the run (cycled), logged at
+    <= 300 points, the logged value the mean of B = 32 completions drawn from the step's policy (binomial around p),
+    an eval column at every 12th logged point the mean of 384;
+(c) ``real``: public TRL GRPO logs (``benchmarks/forecast/data/``: source and license in ``SOURCES.md``, the
+    dev/holdout split in ``labels.json``, fixed before any method was tuned).
+
+Methods and levers are chosen on ``dev``; ``holdout`` is reported apart. The bandit's and the workflow's splits use
+the real corpus's rule on the setting's (run's) name: ``sha1 % 3 == 0`` -> holdout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from pgrpo.errors import InputError
+from pgrpo.fit.benchmark import Curve, default_methods, forecaster_method, run_protocol, summarize
+from pgrpo.fit.forecaster import ForecasterSettings, RunContext
+from pgrpo.stages.logs import read_run_log
+
+#: the ``forecast_benchmark`` config section's defaults
+DEFAULTS: dict[str, Any] = {"data_dir": "benchmarks/forecast/data", "fractions": [0.1, 0.25, 0.5],
+                            "bandit_settings": None, "levers": True}
+
+
+#: (name, rewards, eta, mu, K_ref, beta): overdamped to oscillatory, slow to fast, three reward shapes
+BANDIT_SETTINGS: tuple[tuple[str, tuple[float, ...], float, float, int, float], ...] = (
+    ("calib_eta0.003_mu0.9_k1", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.003, 0.9, 1, 1.0),
+    ("calib_eta0.02_mu0.9_k1", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.02, 0.9, 1, 1.0),
+    ("calib_eta0.05_mu0.8_k2", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.05, 0.8, 2, 1.0),
+    ("calib_eta0.1_mu0.9_k8", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.1, 0.9, 8, 1.0),
+    ("calib_eta0.3_mu0.8_k1", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.3, 0.8, 1, 1.0),
+    ("calib_eta0.01_mu0_k0", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.01, 0.0, 0, 1.0),
+    ("calib_eta0.03_mu0.5_k4_beta2", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.03, 0.5, 4, 2.0),
+    ("calib_eta0.2_mu0.9_k4_beta0.5", (0, 0, 0, 0, 0, 0, 1.666, 1.666), 0.2, 0.9, 4, 0.5),
+    ("sparse_eta0.01_mu0.9_k1", (0, 0, 0, 0, 0, 0, 0, 1), 0.01, 0.9, 1, 0.5),
+    ("sparse_eta0.05_mu0.9_k2", (0, 0, 0, 0, 0, 0, 0, 1), 0.05, 0.9, 2, 0.5),
+    ("sparse_eta0.2_mu0.8_k4", (0, 0, 0, 0, 0, 0, 0, 1), 0.2, 0.8, 4, 0.5),
+    ("sparse_eta0.002_mu0_k0_beta0.3", (0, 0, 0, 0, 0, 0, 0, 1), 0.002, 0.0, 0, 0.3),
+    ("half_eta0.005_mu0.9_k1", (0, 0, 0, 0, 1, 1, 1, 1), 0.005, 0.9, 1, 1.0),
+    ("half_eta0.05_mu0.5_k8", (0, 0, 0, 0, 1, 1, 1, 1), 0.05, 0.5, 8, 1.0),
+    ("half_eta0.02_mu0.9_k2_beta2", (0, 0, 0, 0, 1, 1, 1, 1), 0.02, 0.9, 2, 2.0),
+    ("half_eta0.1_mu0.8_k1_beta0.5", (0, 0, 0, 0, 1, 1, 1, 1), 0.1, 0.8, 1, 0.5),
+)
+
+
+#: where the exact curve makes 90% of its rise, as a share of the run (cycled over the settings): users stop a run
+#: some time after its plateau, some sooner, some later
+T90_SHARES = (0.15, 0.3, 0.5, 0.7)
+
+
+MIN_STEPS, MAX_STEPS, MAX_POINTS = 60, 3000, 300
+
+
+BANDIT_BATCH, EVAL_EVERY_POINTS, EVAL_BATCH = 32, 12, 384
+
+
+GROUP_SIZES, SEEDS = (4, 16), (0, 1)
+
+#: the workflow's columns (binary reward and accuracy: both live in [0, 1])
+WORKFLOW_COLUMNS: tuple[str, ...] = ("reward", "eval_reward", "eval_accuracy")
+
+
+#: Adam's beta1 and TRL's on-policy refresh (K_ref = 1) where a public log does not say otherwise (Eq. 9 needs them)
+TRL_DEFAULT_MU, TRL_DEFAULT_K_REF = 0.9, 1.0
+
+
+#: the fewest logged points a column needs to be a curve of the corpus
+MIN_POINTS = 12
+
+
+_RUN = re.compile(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed(?P<seed>\d+)/log\.csv$")
+
+
+def split_of(name: str) -> str:
+    """The real corpus's split rule: ``holdout`` iff ``sha1(name) % 3 == 0``."""
+    return "holdout" if int(hashlib.sha1(name.encode()).hexdigest(), 16) % 3 == 0 else "dev"
+
+
+def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
+    """Every ``{model}/G{G}/seed{seed}/log.csv`` of ``logs``, every column of :data:`WORKFLOW_COLUMNS` with enough
+    points; the reward curve carries the eval reward as its eval column; the runs of one model (all G and seeds) are
+    one group (Prop. 10). Split: :func:`split_of` the run's ``model/G/seed``."""
+    curves: list[Curve] = []
+    for log in sorted(Path(p) for p in logs):
+        match = _RUN.search(log.as_posix())
+        if not match:
+            continue
+        model, G, seed = match["model"], int(match["G"]), int(match["seed"])
+        meta_path = log.parent / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        frame = read_run_log(log)
+        batch = None
+        try:
+            batch = float(meta["per_device_train_batch_size"]) * float(meta.get("gradient_accumulation_steps", 1))
+        except (KeyError, TypeError, ValueError):
+            pass
+        context = RunContext(reward_range=(0.0, 1.0), batch=batch, mu=_num(meta.get("mu")),
+                             k_ref=_num(meta.get("k_ref")))
+        for column in WORKFLOW_COLUMNS:
+            if column not in frame.columns:
+                continue
+            t, y = _finite(frame["step"], frame[column])
+            if t.size < MIN_POINTS:
+                continue
+            eval_steps = eval_values = None
+            if column == "reward" and "eval_reward" in frame.columns:
+                eval_steps, eval_values = _finite(frame["step"], frame["eval_reward"])
+            curves.append(Curve(
+                id=f"{model}/G{G}/seed{seed}/{column}", part="workflow", split=split_of(f"{model}/G{G}/seed{seed}"),
+                column=column, steps=t, values=y,
+                context=RunContext(context.reward_range, batch if column == "reward" else None, context.mu,
+                                   context.k_ref),
+                provenance={"source": str(log), "model": model, "G": G, "seed": seed,
+                            "eta": meta.get("eta"), "mu": meta.get("mu"), "k_ref": meta.get("k_ref")},
+                group=model, eval_steps=eval_steps, eval_values=eval_values))
+    return curves
+
+
+def real_corpus(data_dir: str | Path) -> list[Curve]:
+    """Every public log ``<name>.json`` under ``data_dir`` (read by :func:`pgrpo.stages.logs.read_run_log`): its reward
+    curve, and its eval reward where it has at least :data:`MIN_POINTS` points; split and provenance from
+    ``labels.json`` and the file's ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named
+    in its ``task``) is its declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults. No folder: no curves."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        return []
+    labels_path = root / "labels.json"
+    labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
+    curves: list[Curve] = []
+    for path in sorted(root.glob("*.json")):
+        if path.name == "labels.json":
+            continue
+        raw = json.loads(path.read_text())
+        frame = read_run_log(path)
+        info = raw if isinstance(raw, dict) else {}
+        split = (labels.get(path.name) or {}).get("split", "dev")
+        declared = info.get("reward_range")
+        task = str(info.get("task", ""))
+        if declared is None and re.search(r"\bbinary\b", task, re.IGNORECASE) and "correctness" in task.lower():
+            declared = [0.0, 1.0]
+        for column in ("reward", "eval_reward"):
+            if column not in frame.columns:
+                continue
+            t, y = _finite(frame["step"], frame[column])
+            if t.size < MIN_POINTS:
+                continue
+            curves.append(Curve(
+                id=f"{path.stem}/{column}", part="real", split=split, column=column, steps=t, values=y,
+                context=RunContext(reward_range=tuple(declared) if declared else None, mu=TRL_DEFAULT_MU,
+                                   k_ref=TRL_DEFAULT_K_REF),
+                provenance={"source": info.get("source", {}), "model": info.get("model"), "task": task,
+                            "file": path.name}))
+    return curves
+
+
+def _observe(p: np.ndarray, r_max: float, batch: int, rng: np.random.Generator) -> np.ndarray:
+    """The mean of ``batch`` two-level rewards {0, r_max} at success probability ``p / r_max``."""
+    return r_max * rng.binomial(batch, np.clip(p / r_max, 0.0, 1.0)) / batch
+
+
+def run_length(rewards: np.ndarray, eta: float, mu: float, k_ref: int, beta: float, share: float) -> int:
+    """Steps such that the exact curve makes 90% of its rise at ``share`` of the run (within the step limits)."""
+    from pgrpo import bandit
+
+    long = bandit.simulate(rewards, eta, mu, beta, k_ref, 20000)
+    start, end = float(long[0]), float(np.mean(long[-2000:]))
+    progress = (long - start) / (end - start) if end != start else np.ones_like(long)
+    return int(np.clip(round(int(np.argmax(progress >= 0.9)) / share), MIN_STEPS, MAX_STEPS))
+
+
+def finite_g_simulator() -> tuple[Callable | None, str]:
+    """``simulate_finite_g`` and where it came from (None: the exact bandit stands in, said in the notes)."""
+    try:
+        from pgrpo.bandit.finite_g import simulate_finite_g
+    except ImportError:
+        return None, "none: the exact bandit with binomial observation noise stands in for the finite-G runs"
+    return simulate_finite_g, "pgrpo.bandit.finite_g.simulate_finite_g"
+
+
+def bandit_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS, simulator: Callable | None = None,
+                  origin: str | None = None) -> tuple[list[Curve], list[str]]:
+    """Part (b): per setting the exact curve and the finite-G runs (see the module docstring); the finite-G
+    ``simulator`` defaults to :func:`finite_g_simulator`'s."""
+    from pgrpo import bandit
+
+    if simulator is None:
+        simulator, origin = finite_g_simulator()
+    notes = [f"finite-G bandit: {origin}"]
+    curves: list[Curve] = []
+    for index, (name, rewards, eta, mu, k_ref, beta) in enumerate(settings):
+        r = np.asarray(rewards, float)
+        r_max = float(r.max())
+        steps = run_length(r, eta, mu, k_ref, beta, T90_SHARES[index % len(T90_SHARES)])
+        every = max(1, int(math.ceil(steps / MAX_POINTS)))
+        t = np.arange(0, steps + 1, every, dtype=float)
+        runs = [("exact", None, None, bandit.simulate(r, eta, mu, beta, k_ref, steps))]
+        for G in GROUP_SIZES:
+            if simulator is not None:
+                p = simulator(r, eta, mu, beta, k_ref, steps, G, len(SEEDS), seed=1000 + index)
+                runs += [(f"G{G}", G, seed, p[i]) for i, seed in enumerate(SEEDS)]
+            else:
+                runs += [(f"G{G}", G, seed, runs[0][3]) for seed in SEEDS]
+        for tag, G, seed, p in runs:
+            rng = np.random.default_rng([index, G or 0, seed or 0, 7])
+            p = np.asarray(p)[t.astype(int)]
+            curves.append(Curve(
+                id=f"bandit/{name}/{tag}" + (f"/seed{seed}" if seed is not None else ""), part="bandit",
+                split=split_of(name), column="reward", steps=t, values=_observe(p, r_max, BANDIT_BATCH, rng),
+                context=RunContext(reward_range=(float(r.min()), r_max), batch=BANDIT_BATCH, mu=mu, k_ref=k_ref),
+                provenance={"setting": f"{name}: rewards={list(rewards)}, eta={eta}, mu={mu}, K_ref={k_ref}, "
+                                       f"beta={beta}, G={G or 'inf'}, seed={seed}, B={BANDIT_BATCH}, "
+                                       f"{steps} steps logged every {every}",
+                            "source": "pgrpo.bandit.simulate" if G is None else origin},
+                group=f"bandit/{name}", eval_steps=t[::EVAL_EVERY_POINTS],
+                eval_values=_observe(p[::EVAL_EVERY_POINTS], r_max, EVAL_BATCH, rng)))
+    return curves, notes
+
+
+def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]:
+    """Each lever of the forecaster switched against its default (named by what the variant does)."""
+    def name(flag: bool, on: str, off: str) -> str:
+        return f"forecaster: {off if flag else on}"
+
+    return {
+        name(default.theory, "+ Eq. 9-10 law (K from the early slope)", "- Eq. 9-10 law"):
+            default.replace(theory=not default.theory),
+        name(default.pool, "+ pooled runs across G, seeds (Prop. 10)", "- pooled runs"):
+            default.replace(pool=not default.pool),
+        name(default.binomial_noise, "+ binomial noise sqrt(p(1-p)/B)", "- binomial noise"):
+            default.replace(binomial_noise=not default.binomial_noise),
+        name(default.averaging == "best", "Akaike averaging", "best law only"):
+            default.replace(averaging="akaike" if default.averaging == "best" else "best"),
+        name(default.range_prior, "+ range prior", "- range prior"): default.replace(range_prior=not default.range_prior),
+        name(default.eval_column, "+ eval column", "- eval column"): default.replace(eval_column=not default.eval_column),
+        name(default.deviation, "+ run's own deviation (OU)", "- run's own deviation (OU)"):
+            default.replace(deviation=not default.deviation),
+        name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
+            default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
+    }
+
+
+def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence[str], out_csv: str, out_md: str,
+                               out_png: str | None = None, data_dir: str | None = None,
+                               simulator: Callable | None = None, origin: str | None = None,
+                               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The whole benchmark of the ``forecast_benchmark`` config section: the three corpus parts (a part without data
+    is "not run"), the forecaster with its kept levers, the baselines, the levers switched."""
+    unknown = sorted(set(section or {}) - set(DEFAULTS))
+    if unknown:
+        raise InputError(f"config key 'forecast_benchmark.{unknown[0]}' is not a known key "
+                         f"(allowed: {', '.join(DEFAULTS)})")
+    cfg = {**DEFAULTS, **(section or {})}
+    notes: list[str] = []
+    own = workflow_corpus(logs)
+    notes.append(f"(a) workflow runs: {len({c.provenance['source'] for c in own})} logs, {len(own)} curves" if own
+                 else "(a) workflow runs: not run (no log.csv with enough steps given)")
+    settings = BANDIT_SETTINGS if cfg["bandit_settings"] is None else BANDIT_SETTINGS[:int(cfg["bandit_settings"])]
+    bandit, bandit_notes = bandit_corpus(settings, simulator, origin) if settings else ([], [])
+    notes.append(f"(b) bandit: {len(settings)} settings, {len(bandit)} curves; " + "; ".join(bandit_notes)
+                 if bandit else "(b) bandit: not run")
+    folder = data_dir or cfg["data_dir"]
+    real = real_corpus(folder)
+    notes.append(f"(c) real public logs: {len(real)} curves from {folder}" if real
+                 else f"(c) real public logs: not run (no logs under {folder})")
+    default = ForecasterSettings()
+    levers = ({name: forecaster_method(s) for name, s in lever_variants(default).items()} if cfg["levers"]
+              else None)
+    return run_forecast_benchmark(own + bandit + real, default_methods(default), out_csv, out_md, out_png,
+                                  fractions=cfg["fractions"], levers=levers, notes=notes, progress=progress)
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _finite(steps: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
+    t, y = np.asarray(steps, float), np.asarray(values, float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    return t[keep], y[keep]
+
+
+def run_forecast_benchmark(corpus: Sequence[Curve], methods: Mapping[str, Callable], out_csv: str, out_md: str,
+                           out_png: str | None = None, fractions: Sequence[float] = (0.1, 0.25, 0.5),
+                           levers: Mapping[str, Callable] | None = None, lever_fraction: float = 0.25,
+                           notes: Sequence[str] = (), progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Score ``methods`` on ``corpus`` at each fraction (and the lever variants ``levers`` at ``lever_fraction``),
+    write the rows (CSV), the summary (Markdown, with ``notes``) and the figure; return rows and summary."""
+    import pandas as pd
+
+    from pgrpo.atomic import write_csv, write_text
+    from pgrpo.tables.forecast_benchmark import benchmark_markdown
+
+    if not corpus:
+        raise InputError("the forecast benchmark corpus is empty")
+    rows = run_protocol(corpus, methods, fractions, progress=progress)
+    lever_rows: list[dict[str, Any]] = []
+    if levers:
+        lever_rows = run_protocol(corpus, {"persistence": methods["persistence"], **levers}, [lever_fraction],
+                                  progress=progress)
+        lever_rows = [r for r in lever_rows if r.get("method") != "persistence"]
+    summary = summarize(rows)
+    lever_summary = summarize(lever_rows + [r for r in rows if r.get("fraction") == lever_fraction]) if levers else []
+    frame = pd.DataFrame(rows + [{**r, "lever": True} for r in lever_rows])
+    write_csv(out_csv, frame)
+    parts = {curve.part for curve in corpus}
+    provenance = [{"id": c.id, "part": c.part, "split": c.split, **{k: v for k, v in c.provenance.items()
+                                                                     if k in ("source", "file", "setting")}}
+                  for c in corpus]
+    write_text(out_md, benchmark_markdown(summary, lever_summary, sorted(parts), list(notes), provenance,
+                                          fractions))
+    if out_png:
+        from pgrpo.figures.forecasts import benchmark_figure
+        from pgrpo.figures.style import save_pdf_png
+
+        save_pdf_png(benchmark_figure(summary, lever_fraction), None, out_png)
+    return {"rows": rows, "summary": summary, "lever_summary": lever_summary}
+

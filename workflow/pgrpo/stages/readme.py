@@ -1,0 +1,321 @@
+"""Stage ``readme_numbers`` and the verbs ``pgrpo readme update|check``: the numbers the README quotes about a run
+of the embedded default ("What the embedded default shows") read from the results that run wrote, never typed in.
+
+:func:`collect_facts` reads each result file it is given (symbolic verification, Appendix A; the bandit's
+calibration and verdicts, Section 5.6; the warm start; each GRPO run's log, Section 4.2; Table 1's cells, Section
+5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the job times Snakemake measured)
+and returns plain facts; :func:`run_readme_numbers` writes them as JSON and as the README block
+(:mod:`pgrpo.tables.readme`); :func:`run_readme_update` puts the block into the README; :func:`run_readme_check`
+says whether the README's block is sound and, given a summary, whether it is that run's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from pgrpo.atomic import write_json, write_text
+from pgrpo.errors import InputError, one_line
+from pgrpo.tables.readme import block_errors, facts_of_block, find_block, render_block, replace_block
+
+
+def _num(x: Any) -> float | int | None:
+    """A finite number as is (ints stay ints), anything else None: facts are plain JSON."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    return int(x) if isinstance(x, int) else value
+
+
+def _read_json(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({one_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a JSON object")
+    return data
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+COUNTEREXAMPLE_VALUES = 6
+
+
+def _counterexample(claim: dict) -> str:
+    """A FAIL claim's counterexample in one line: its (first) case as ``key = value`` pairs, at most
+    :data:`COUNTEREXAMPLE_VALUES` of them (the rest are in verification.json)."""
+    example = claim.get("counterexample")
+    if isinstance(example, dict):
+        cases = example.get("cases")
+        case = cases[0] if isinstance(cases, list) and cases and isinstance(cases[0], dict) else example
+        pairs = [f"{k} = {_short(v)}" for k, v in case.items() if not isinstance(v, (list, dict))]
+        text = ", ".join(pairs[:COUNTEREXAMPLE_VALUES])
+        more = []
+        if len(pairs) > COUNTEREXAMPLE_VALUES:
+            more.append(f"{len(pairs) - COUNTEREXAMPLE_VALUES} more values")
+        if isinstance(cases, list) and len(cases) > 1:
+            more.append(f"{len(cases) - 1} more case{'s' if len(cases) > 2 else ''}")
+        return text + (f" ({' and '.join(more)} in verification.json)" if more else "")
+    return str(example or "")
+
+
+def symbolic_facts(path: str) -> dict:
+    d = _read_json(path)
+    claims = d.get("claims") or []
+    for key in ("n_claims", "n_pass", "n_fail"):
+        if key not in d:
+            raise InputError(f"{path}: no {key!r}")
+    return {"n_claims": int(d["n_claims"]), "n_pass": int(d["n_pass"]), "n_fail": int(d["n_fail"]),
+            "fails": [{"id": str(c.get("id")), "title": str(c.get("title")), "counterexample": _counterexample(c)}
+                      for c in claims if str(c.get("verdict")).upper() == "FAIL"]}
+
+
+_VERDICT_HEADER = re.compile(r"^\|\s*claim\s*\|\s*reading\s*\|\s*verdict\s*\|", re.IGNORECASE)
+
+
+def bandit_verdicts(path: str) -> list[dict]:
+    """The (claim, reading, verdict) rows of the verdict table in ``verdict.md``; [] if it has none."""
+    lines = Path(path).read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if _VERDICT_HEADER.match(line):
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                cells = [c.strip() for c in row.strip().strip("|").split("|")]
+                if len(cells) >= 3:
+                    out.append({"claim": cells[0], "reading": cells[1], "verdict": cells[2].strip("*").strip()})
+            break
+    return out
+
+
+def bandit_facts(calibration: str, verdict_md: str | None, missing: list[str]) -> dict:
+    d = _read_json(calibration)
+    if "stiffness" not in d or "p_star" not in d:
+        raise InputError(f"{calibration}: no 'stiffness' or 'p_star'")
+    windows = [w.get("stiffness") for w in d.get("stiffness_by_window") or [] if isinstance(w, dict)]
+    windows = [k for k in map(_num, windows) if k is not None]
+    facts = {"rewards": [_num(r) for r in d.get("rewards") or []], "beta": _num(d.get("beta")),
+             "p_star": _num(d["p_star"]), "K": _num(d["stiffness"]),
+             "window": [_num(w) for w in (d.get("window") or [None, None])][:2],
+             "K_windows": [min(windows), max(windows)] if windows else None, "verdicts": []}
+    if verdict_md:
+        if not Path(verdict_md).is_file():
+            missing.append(f"bandit verdicts ({verdict_md}: no such file)")
+        else:
+            facts["verdicts"] = bandit_verdicts(verdict_md)
+            if not facts["verdicts"]:
+                missing.append(f"bandit verdicts (no 'claim | reading | verdict' table in {verdict_md})")
+    return facts
+
+
+def model_facts(model_dir: str) -> dict:
+    d = _read_json(str(Path(model_dir) / "warmstart.json"))
+    held = d.get("heldout") or {}
+    return {"name": Path(model_dir).name, "parameters": _num(d.get("parameters")), "sampled": _num(held.get("sampled")),
+            "greedy": _num(held.get("greedy")), "temperature": _num(held.get("temperature")), "n": _num(held.get("n"))}
+
+
+_RUN_PATH = re.compile(r"([^/]+)/G(\d+)/seed(\d+)/[^/]+$")
+
+
+def train_facts(log_csv: str) -> dict:
+    """One run's train reward: mean over the first and the last tenth of its optimizer steps (step >= 1)."""
+    import pandas as pd
+
+    m = _RUN_PATH.search(Path(log_csv).as_posix())
+    if not m:
+        raise InputError(f"{log_csv}: cannot tell model, G and seed "
+                         "(expected .../{model}/G{G}/seed{seed}/log.csv)")
+    if not Path(log_csv).is_file():
+        raise InputError(f"{log_csv}: no such file")
+    frame = pd.read_csv(log_csv)
+    if "reward" not in frame.columns or "step" not in frame.columns:
+        raise InputError(f"{log_csv}: no 'step' and 'reward' columns")
+    trained = frame[(frame["step"] >= 1) & frame["reward"].notna()].sort_values("step")
+    if trained.empty:
+        raise InputError(f"{log_csv}: no optimizer step with a reward")
+    reward = trained["reward"].to_numpy(float)
+    tenth = max(1, len(reward) // 10)
+    first, last = float(reward[:tenth].mean()), float(reward[-tenth:].mean())
+    return {"model": m.group(1), "G": int(m.group(2)), "seed": int(m.group(3)), "steps": int(trained["step"].max()),
+            "first": first, "last": last, "rise": last - first}
+
+
+def table1_facts(summary_csv: str) -> list[dict]:
+    import pandas as pd
+
+    if not Path(summary_csv).is_file():
+        raise InputError(f"{summary_csv}: no such file")
+    frame = pd.read_csv(summary_csv)
+    needed = ["benchmark", "n_problems", "metric", "model", "column", "mean", "sd", "n", "mark"]
+    absent = [c for c in needed if c not in frame.columns]
+    if absent:
+        raise InputError(f"{summary_csv}: no column(s) {absent}")
+    return [{"benchmark": str(r.benchmark), "n_problems": int(r.n_problems), "metric": str(r.metric),
+             "model": str(r.model), "column": str(r.column), "mean": _num(r.mean), "sd": _num(r.sd), "n": int(r.n),
+             "mark": str(r.mark)} for r in frame.itertuples(index=False)]
+
+
+def fit_facts(fits_json: str, law: str = "three_phase") -> list[dict]:
+    d = _read_json(fits_json)
+    model = str(d.get("model") or Path(fits_json).parent.name)
+    groups = d.get("groups") or {}
+    columns = list(dict.fromkeys(c for g in groups.values() for c in (g.get("columns") or {})))
+    out = []
+    for column in columns:
+        for G in sorted(groups, key=lambda g: -int(g)):
+            record = (groups[G].get("columns") or {}).get(column)
+            if record is None:
+                continue
+            ceiling = record.get("noise_ceiling")
+            keys = ("r2_ceiling", "completions_per_step", "n_seeds", "noise_sd", "rise")
+            out.append({
+                "model": model, "G": int(G), "column": column, "n_points": int(record.get("n_points") or 0),
+                "r2": _num((record.get("r2_seed_mean") or {}).get(law)), "summary": str(record.get("summary") or ""),
+                "ceiling": {k: _num(ceiling.get(k)) for k in keys} if isinstance(ceiling, dict) else None,
+            })
+    return out
+
+
+def diagnostics_facts(verdicts_json: str) -> list[dict]:
+    d = _read_json(verdicts_json)
+    out = []
+    for name, records in (d.get("diagnostics") or {}).items():
+        for r in records or []:
+            out.append({"diagnostic": str(name), "model": str(r.get("model")),
+                        "G": int(r["G"]) if r.get("G") is not None else None,
+                        "verdict": str(r.get("verdict")), "reason": str(r.get("reason") or "")})
+    return out
+
+
+def _job_seconds(tsv: Path) -> float | None:
+    """The wall-clock seconds of one job from its Snakemake benchmark file (column ``s``)."""
+    try:
+        with open(tsv) as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        return _num(rows[-1]["s"]) if rows else None
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def timing_facts(benchmarks_dir: str, model_dirs: Sequence[str], logs: Sequence[str],
+                 eval_jsons: Sequence[str]) -> list[dict]:
+    """Per stage: the number of jobs and their wall-clock seconds (min, max, sum) from ``results/benchmarks``; only
+    the jobs of the given inputs (a stale file of another configuration is not counted)."""
+    root = Path(benchmarks_dir)
+    stages: dict[str, list[Path]] = {
+        "symbolic": [root / "verify_symbolic.tsv"],
+        "bandit": sorted(root.glob("bandit_*.tsv")),
+        "tiny model": [root / "build_tiny_model" / f"{Path(d).name}.tsv" for d in model_dirs],
+        "train": [root / "train" / f"{m.group(1)}/G{m.group(2)}/seed{m.group(3)}.tsv"
+                  for m in (_RUN_PATH.search(Path(p).as_posix()) for p in logs) if m],
+        "evaluate": [root / "evaluate" / Path(*Path(p).parts[-3:]).with_suffix(".tsv") for p in eval_jsons],
+    }
+    out = []
+    for stage, files in stages.items():
+        seconds = [s for s in (_job_seconds(f) for f in files if f.is_file()) if s is not None]
+        if seconds:
+            out.append({"stage": stage, "jobs": len(seconds), "min_s": min(seconds), "max_s": max(seconds),
+                        "total_s": sum(seconds)})
+    return out
+
+
+def collect_facts(symbolic_json: str | None = None, calibration_json: str | None = None,
+                  bandit_verdict_md: str | None = None, model_dirs: Sequence[str] = (), logs: Sequence[str] = (),
+                  table1_summary_csv: str | None = None, fits_jsons: Sequence[str] = (),
+                  diagnostics_json: str | None = None, eval_jsons: Sequence[str] = (),
+                  benchmarks_dir: str | None = None) -> dict[str, Any]:
+    """The README's facts from the given result files; a file that cannot be read is named under ``missing``
+    (its section is left out) rather than stopping the run."""
+    missing: list[str] = []
+    facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
+                             "diagnostics": [], "timings": [], "missing": missing}
+
+    def attempt(what: str, func, *args):
+        try:
+            return func(*args)
+        except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
+            missing.append(f"{what} ({one_line(exc)})")
+            return None
+
+    if symbolic_json:
+        facts["symbolic"] = attempt("symbolic verification", symbolic_facts, symbolic_json)
+    if calibration_json:
+        facts["bandit"] = attempt("bandit calibration", bandit_facts, calibration_json, bandit_verdict_md, missing)
+    facts["models"] = [f for d in model_dirs if (f := attempt(f"warm start of {d}", model_facts, d))]
+    facts["train"] = [f for p in logs if (f := attempt(f"train log {p}", train_facts, p))]
+    if table1_summary_csv:
+        facts["table1"] = attempt("Table 1", table1_facts, table1_summary_csv) or []
+    facts["fits"] = [row for p in fits_jsons for row in (attempt(f"fits {p}", fit_facts, p) or [])]
+    if diagnostics_json:
+        facts["diagnostics"] = attempt("diagnostics", diagnostics_facts, diagnostics_json) or []
+    if benchmarks_dir:
+        facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons)
+    return json.loads(json.dumps(facts, allow_nan=False))  # plain JSON, as the README's copy will read back
+
+
+def run_readme_numbers(out_md: str, out_json: str, **inputs: Any) -> dict[str, Any]:
+    """Write the facts (``out_json``) and the README block made from them (``out_md``, markers included). Returns
+    the facts. ``inputs``: the arguments of :func:`collect_facts`."""
+    facts = collect_facts(**inputs)
+    write_json(out_json, facts)
+    write_text(out_md, render_block(facts))
+    return facts
+
+
+def _block_of(path: str, what: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{what} {path}: no such file")
+    text = p.read_text()
+    try:
+        start, end = find_block(text)
+    except ValueError as exc:
+        raise InputError(f"{what} {path}: {exc}") from None
+    return text[start:end]
+
+
+def run_readme_update(readme: str, summary_md: str) -> None:
+    """Replace the results block of ``readme`` by the block of ``summary_md`` (rule readme_numbers' output)."""
+    block = _block_of(summary_md, "summary")
+    errors = block_errors(block)
+    if errors:
+        raise InputError(f"summary {summary_md}: {errors[0]}")
+    text = Path(readme).read_text()
+    try:
+        write_text(readme, replace_block(text, block))
+    except ValueError as exc:
+        raise InputError(f"README {readme}: {exc}") from None
+
+
+def run_readme_check(readme: str, summary_md: str | None = None) -> list[str]:
+    """What is wrong with the README's results block: not exactly the generator's text for its facts, or (given a
+    summary) facts other than the summary's. Empty: the README quotes the results."""
+    errors = block_errors(Path(readme).read_text()) if Path(readme).is_file() else [f"{readme}: no such file"]
+    if errors or not summary_md:
+        return errors
+    ours = facts_of_block(_block_of(readme, "README"))
+    theirs = facts_of_block(_block_of(summary_md, "summary"))
+    if ours != theirs:
+        stale = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
+        return [f"README {readme}: the results block is not that of {summary_md} (differs in: {', '.join(stale)}); "
+                f"run `pgrpo readme update {readme} {summary_md}`"]
+    return []

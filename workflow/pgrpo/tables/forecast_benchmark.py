@@ -1,0 +1,103 @@
+"""The forecast benchmark's Markdown (beyond the paper; the laws of Section 3.5, Eq. 14-16, against a user's
+baselines): the verdict on the targets, one table per fraction (per corpus part and split, and overall), the levers,
+the corpus with its provenance.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from pgrpo.tables.render import markdown_table
+
+#: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")
+TARGET_FRACTION = 0.25
+TARGET_PERSISTENCE, TARGET_BEST_BASELINE, TARGET_COVERAGE = 0.85, 0.90, (0.70, 0.90)
+
+_COLUMNS = (("curves", "curves", 0), ("rmse_ratio", "RMSE / persistence", 3),
+            ("ratio_to_best_baseline", "RMSE / best baseline", 3), ("coverage80", "80% cover", 2),
+            ("coverage95", "95% cover", 2), ("interval_score_ratio", "interval score / pers.", 3),
+            ("crps_ratio", "CRPS / pers.", 3), ("plateau_abs_error_noise", "plateau abs err / noise sd", 2),
+            ("t90_abs_error_share", "t90 abs err / run", 3), ("wins_vs_persistence", "beats pers.", 2))
+
+
+def _f(value: Any, digits: int) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if digits == 0:
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> str:
+    headers = ["part", "split", "method", *[label for _, label, _ in _COLUMNS], "best baseline"]
+    body = [[r["part"], r["split"], r["method"], *[_f(r.get(key), d) for key, _, d in _COLUMNS],
+             str(r.get("best_baseline"))] for r in rows]
+    return markdown_table(headers, body)
+
+
+def _order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    part_rank = {"workflow": 0, "bandit": 1, "real": 2, "overall": 3}
+    split_rank = {"dev": 0, "holdout": 1, "all": 2}
+    return sorted(rows, key=lambda r: (part_rank.get(r["part"], 9), split_rank.get(r["split"], 9)))
+
+
+def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaster") -> list[str]:
+    """One line per (part, split) at the target fraction: the forecaster's numbers against the targets."""
+    lines = []
+    for r in _order([r for r in summary if r["method"] == method and abs(r["fraction"] - TARGET_FRACTION) < 1e-9]):
+        lo, hi = TARGET_COVERAGE
+        checks = [
+            (r["rmse_ratio"] <= TARGET_PERSISTENCE, f"RMSE {_f(r['rmse_ratio'], 3)} x persistence "
+                                                    f"(target <= {TARGET_PERSISTENCE})"),
+            (r["ratio_to_best_baseline"] <= TARGET_BEST_BASELINE,
+             f"{_f(r['ratio_to_best_baseline'], 3)} x the best baseline, {r['best_baseline']} "
+             f"(target <= {TARGET_BEST_BASELINE})"),
+            (lo <= r["coverage80"] <= hi, f"80% interval covers {_f(100 * r['coverage80'], 0)}% "
+                                          f"(target {lo:.0%}-{hi:.0%})"),
+        ]
+        met = all(ok for ok, _ in checks)
+        lines.append(f"- **{r['part']} / {r['split']}** ({r['curves']} curves): " + "; ".join(
+            f"{text} {'met' if ok else 'NOT met'}" for ok, text in checks) + (" -> all met" if met else ""))
+    return lines
+
+
+def benchmark_markdown(summary: Sequence[Mapping[str, Any]], lever_summary: Sequence[Mapping[str, Any]],
+                       parts: Sequence[str], notes: Sequence[str], provenance: Sequence[Mapping[str, Any]],
+                       fractions: Sequence[float]) -> str:
+    md = ["# Forecast benchmark", "",
+          "Each curve is cut at a fraction f of its steps (`step <= f * last step`); every method is fitted on the "
+          "points up to the cut and scored on the logged values after it: held-out RMSE (median of the per-curve "
+          "ratio to persistence, and to the best baseline of the cell), mean coverage of the 80% and 95% intervals, "
+          "the 80% interval score and the CRPS (median ratios to persistence), the plateau error against the mean of "
+          "the last 10% of the curve in units of the early window's noise s.d., and the time-to-90% error as a "
+          "share of the run (only where the curve changes by more than three standard errors). `dev`: methods and "
+          "levers were chosen on it; `holdout`: reported only. `overall`: every part weighted equally. "
+          "`oracle (tail mean)` is no method: the held-out values' own mean, the floor any constant forecast has.",
+          "", f"Corpus parts present: {', '.join(parts)}.", ""]
+    md += [f"- {note}" for note in notes]
+    md += ["", f"## Verdict at f = {TARGET_FRACTION}", ""] + verdict_lines(summary) + [""]
+    for fraction in fractions:
+        rows = _order([r for r in summary if abs(r["fraction"] - fraction) < 1e-9])
+        if rows:
+            md += [f"## f = {fraction}", "", _table(rows), ""]
+    if lever_summary:
+        md += [f"## Levers at f = {TARGET_FRACTION}", "",
+               "Each row switches one lever of the forecaster against its default (`forecaster`); a lever is kept "
+               "where it helps on `dev`.", "",
+               _table(_order([r for r in lever_summary if r["method"].startswith("forecaster")])), ""]
+    md += ["## Corpus", "", markdown_table(
+        ["curve", "part", "split", "provenance"],
+        [[p["id"], p["part"], p["split"], _provenance(p)] for p in provenance]), ""]
+    return "\n".join(md)
+
+
+def _provenance(p: Mapping[str, Any]) -> str:
+    source = p.get("source")
+    if isinstance(source, Mapping):
+        text = f"{source.get('repo', '')} ({source.get('license', 'license unknown')}) {source.get('url', '')}"
+    else:
+        text = str(source or "")
+    if p.get("setting"):
+        text = f"{p['setting']}; {text}"
+    return text.replace("|", "/")
