@@ -1,6 +1,6 @@
 # Two commands a new user needs (see README):
 #   make run    set up the environment and run the whole workflow on the embedded default (2 cores, no GPU)
-#   make test   set up the environment and run the whole test suite, end-to-end tests included (~8 min)
+#   make test   set up the environment and run the whole test suite, end-to-end and SLURM tests included
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: setup run dry-run test test-fast test-slow lint bench diagnose-benchmark report readme clean
+.PHONY: setup run dry-run test test-fast test-slow test-slurm lint bench bench-dryrun diagnose-benchmark report readme clean
 
 setup: $(VENV)/.installed
 
@@ -23,14 +23,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
+# the local profile (profiles/local); a cluster run is `snakemake --profile slurm` alone (README, "On a cluster")
+LOCAL  := --profile profiles/local --cores $(CORES)
+
 run: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake $(LOCAL)
 
 dry-run: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) -n
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake $(LOCAL) -n
 
 report: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) --report results/report.zip
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake $(LOCAL) --report results/report.zip
 
 # the README's results block from this run's results (rule readme_numbers), then checked
 readme: setup
@@ -38,6 +41,8 @@ readme: setup
 	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme update README.md results/readme/summary.md
 	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme check README.md results/readme/summary.md
 
+# CI (.ci/run): every test, the ones marked slow and slurm included (tests/test_slurm.py installs Debian's SLURM
+# when it is missing and skips only where apt cannot provide it)
 test: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
 
@@ -46,6 +51,9 @@ test-fast: setup
 
 test-slow: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow
+
+test-slurm: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slurm
 
 lint: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
@@ -57,6 +65,8 @@ bench: setup
 # pgrpo diagnose (ours vs the post-training toolkit's rules) on the planted and the public labelled logs
 diagnose-benchmark: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/diagnose/run_benchmark.py --out results/diagnose_benchmark
+bench-dryrun: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/bench_dryrun.py
 
 clean:
 	rm -rf results logs .snakemake

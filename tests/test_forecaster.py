@@ -287,3 +287,28 @@ def test_benchmark_protocol_scores_every_method_and_summarises(tmp_path):
     text = (tmp_path / "b.md").read_text()
     assert "## Verdict at f = 0.25" in text and "forecaster" in text and "## Corpus" in text
     assert (tmp_path / "b.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "b.csv")) == len(result["rows"])
+
+
+def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_split(tmp_path):
+    from pgrpo.stages.forecast_benchmark import real_corpus, split_of, workflow_corpus
+
+    run = tmp_path / "train" / "tiny" / "G4" / "seed42"
+    run.mkdir(parents=True)
+    y = three_phase(T[:40])
+    pd.DataFrame({"step": T[:40], "reward": y, "eval_reward": np.where(T[:40] % 5 == 0, y, np.nan)}).to_csv(
+        run / "log.csv", index=False)
+    (run / "meta.json").write_text(json.dumps({"eta": 1e-3, "mu": 0.9, "k_ref": 1, "per_device_train_batch_size": 32}))
+    own = workflow_corpus([run / "log.csv"])
+    assert [c.column for c in own] == ["reward"]  # eval_reward has 8 points, fewer than a curve needs
+    assert own[0].context.reward_range == (0.0, 1.0) and own[0].context.batch == 32 and own[0].group == "tiny"
+    assert own[0].split == split_of("tiny/G4/seed42") and own[0].eval_steps.size == 8
+    data = tmp_path / "data"
+    data.mkdir()
+    history = [{"step": int(s), "reward": float(v)} for s, v in zip(T[:30], y[:30])]
+    (data / "a.json").write_text(json.dumps({"source": {"repo": "x/y", "license": "MIT"}, "task": "GSM8K, binary "
+                                             "correctness reward", "log_history": history}))
+    (data / "labels.json").write_text(json.dumps({"a.json": {"split": "holdout"}}))
+    real = real_corpus(data)
+    assert len(real) == 1 and real[0].split == "holdout" and real[0].context.reward_range == (0.0, 1.0)
+    assert real[0].provenance["source"]["license"] == "MIT"
+    assert real_corpus(tmp_path / "absent") == []

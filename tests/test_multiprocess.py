@@ -8,7 +8,8 @@ compiled (ninja, g++) on first use, about a minute once per machine (cached in ~
 - ZeRO-3 (parameters partitioned, the weights loaded through ``zero.Init``): the same trajectory as ZeRO-2 (the
   same rewards, gradient norms to float rounding) and the same merged model;
 - a ZeRO-2 run killed (SIGKILL of the launcher and both workers) after a checkpoint resumes from it: every step
-  exactly once, the rows up to the checkpoint untouched, the rest those of the uninterrupted run.
+  exactly once, the rows up to the checkpoint untouched, the rest those of the uninterrupted run;
+- a finished run re-run (as after a kill during the merge) resumes from its final checkpoint and trains nothing.
 
 Marked ``slow`` and ``multiprocess`` (``pytest -m multiprocess``, about 2-3 minutes on 2 cores); skipped where
 deepspeed is not installed.
@@ -20,6 +21,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -124,6 +126,25 @@ def run(command: list[str], log: Path, timeout: float = 420) -> None:
     assert result.returncode == 0, f"{' '.join(command[:8])} ... failed:\n" + log.read_text()[-4000:]
 
 
+def kill_tree(process: subprocess.Popen) -> None:
+    """SIGKILL the launcher and every worker at once, as a node failure or SLURM's job kill does (torch's elastic
+    agent starts each worker in a session of its own, so killing the launcher's process group would not reach them)."""
+    import psutil
+
+    try:
+        launcher = psutil.Process(process.pid)
+        victims = [*launcher.children(recursive=True), launcher]
+    except psutil.NoSuchProcess:
+        victims = []
+    for victim in victims:
+        try:
+            victim.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(victims, timeout=60)
+    process.wait()
+
+
 def logits(model_dir) -> "torch.Tensor":
     from transformers import AutoModelForCausalLM
 
@@ -180,9 +201,9 @@ def test_zero3_matches_zero2(zero2_run, zero3_run):
 def test_killed_zero2_run_resumes_every_step_once(fixture, zero2_run, tmp_path):
     out = tmp_path / "run"
     command = train_command("config/accelerate/deepspeed_zero2.yaml", *fixture, out)
-    with open(tmp_path / "killed.log", "w") as handle:  # its own session: the launcher and both workers are killed
+    with open(tmp_path / "killed.log", "w") as handle:
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=environment(), stdout=handle,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 420
         while time.monotonic() < deadline and process.poll() is None:
@@ -193,9 +214,7 @@ def test_killed_zero2_run_resumes_every_step_once(fixture, zero2_run, tmp_path):
         assert process.poll() is None, "the run ended before it could be killed:\n" + (
             (tmp_path / "killed.log").read_text()[-3000:])
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        kill_tree(process)
     assert not (out / "log.csv").exists() and not (out / "meta.json").exists()
     before = {r["step"]: r for r in read_partial_log(out / "checkpoints" / PARTIAL_LOG_NAME) if r["kind"] == "train"}
     _, resumed_at = last_complete_checkpoint(out / "checkpoints")
@@ -211,3 +230,20 @@ def test_killed_zero2_run_resumes_every_step_once(fixture, zero2_run, tmp_path):
     uninterrupted = pd.read_csv(zero2_run / "log.csv")
     pd.testing.assert_frame_equal(log[COMPARED], uninterrupted[COMPARED])
     assert log["grad_norm"].to_numpy() == pytest.approx(uninterrupted["grad_norm"].to_numpy(), rel=1e-4, abs=1e-7)
+
+
+def test_rerun_of_a_finished_run_trains_no_step_past_max_steps(fixture, zero2_run, tmp_path):
+    """A run killed after its final checkpoint (during the merge) is re-run: it resumes from that checkpoint and
+    trains nothing (transformers 5 alone would take step max_steps + 1 before checking), the merged model is the
+    same."""
+    out = tmp_path / "run"
+    shutil.copytree(zero2_run, out)
+    for name in ("log.csv", "meta.json", "merged"):
+        target = out / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    shutil.rmtree(out / "checkpoints" / "adapter-final")
+    run(train_command("config/accelerate/deepspeed_zero2.yaml", *fixture, out), tmp_path / "rerun.log")
+    log = pd.read_csv(out / "log.csv")
+    assert list(log["step"]) == list(range(1, STEPS + 1))
+    assert json.loads((out / "meta.json").read_text())["resumed_from_step"] == STEPS
+    assert torch.allclose(logits(out / "merged"), logits(zero2_run / "merged"), atol=1e-6)

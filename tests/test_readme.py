@@ -194,6 +194,9 @@ def test_update_then_check_against_this_and_another_run(results):
     errors = run_readme_check(str(readme), str(tmp_path / "other.md"))
     assert errors and "differs in: timings, train" in errors[0]
     assert main(["readme", "check", str(readme), str(tmp_path / "other.md")]) == 1
+    # without a summary, update re-renders the block from the facts it carries: here, the same text
+    before = readme.read_text()
+    assert main(["readme", "update", str(readme)]) == 0 and readme.read_text() == before
 
 
 def test_missing_results_are_named_not_fatal(tmp_path):

@@ -307,7 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", required=True, help="the facts (results/readme/numbers.json)")
     p = readme.add_parser("update", help="replace the README's results block by a summary's")
     p.add_argument("readme", help="README.md")
-    p.add_argument("summary", help="results/readme/summary.md")
+    p.add_argument("summary", nargs="?",
+                   help="results/readme/summary.md (omitted: re-render the block from the facts it carries)")
     p = readme.add_parser("check", help="exit 1 unless the README's block is the generator's text (and the summary's)")
     p.add_argument("readme", help="README.md")
     p.add_argument("summary", nargs="?", help="results/readme/summary.md: also require the block to be this run's")
@@ -582,7 +583,7 @@ def _readme(args):
             print(f"pgrpo readme numbers: not in the results: {item}", file=sys.stderr)
     elif args.readme_verb == "update":
         readme.run_readme_update(args.readme, args.summary)
-        print(f"{args.readme}: results block written from {args.summary}")
+        print(f"{args.readme}: results block written from {args.summary or 'its own facts'}")
     else:
         errors = readme.run_readme_check(args.readme, args.summary)
         for error in errors:

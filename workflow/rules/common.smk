@@ -15,15 +15,69 @@ from pgrpo.config import (  # noqa: E402
     check_config_semantics,
     one_line_validation_error,
 )
+from pgrpo.errors import InputError  # noqa: E402
+
+# The oldest snakemake-executor-plugin-slurm this workflow submits with: 2.7.1 stopped adding --ntasks-per-gpu=1 to
+# every GPU job (which `srun` inside the job then fights). pyproject.toml pins the tested release.
+SLURM_PLUGIN_MIN = (2, 7, 1)
+
+
+def check_workflow_support(config):
+    """What the schema allows but this workflow cannot do: one line naming the key (InputError)."""
+    training = config["training"]
+    if training.get("use_vllm") and training.get("vllm_mode") == "server":
+        raise InputError(
+            "Invalid configuration: config key 'training.vllm_mode': 'server' needs a `trl vllm-serve` process "
+            "beside each training job, which this workflow does not start; use vllm_mode: colocate"
+        )
+    gpus = training.get("resources", {}).get("gpus", 0)
+    accelerate_config = accelerate_config_file()
+    if gpus > 1 and not (Path(workflow.basedir) / accelerate_config).is_file():
+        raise InputError(
+            f"Invalid configuration: config key 'training.accelerate_config': {accelerate_config} does not exist "
+            f"(training.resources.gpus = {gpus} launches through `accelerate launch` with it)"
+        )
+
+
+def accelerate_config_file():
+    return (
+        config["training"].get("accelerate_config")
+        or "config/accelerate/deepspeed_zero2.yaml"
+    )
+
 
 try:
     validate(config, schema="../../config/schema.yaml")
     check_config_semantics(config)
+    check_workflow_support(config)
 except (WorkflowError, ValueError) as error:
     sys.exit(one_line_validation_error(error))
 # a chat model fed raw prompts runs on past its answer
 for _warning in chat_template_warnings(config):
     print(f"warning: {_warning}", file=sys.stderr)
+
+
+onstart:
+    check_executor_plugin()
+
+
+def check_executor_plugin():
+    """Under `--executor slurm` (the slurm/ profile): a plugin release that submits GPU jobs as the rules ask."""
+    plugin = workflow.executor_plugin
+    if plugin is None or plugin.name != "slurm":
+        return
+    from importlib.metadata import version
+
+    found = version("snakemake-executor-plugin-slurm")
+    if (
+        tuple(int(part) for part in found.split(".")[:3] if part.isdigit())
+        < SLURM_PLUGIN_MIN
+    ):
+        raise WorkflowError(
+            f"snakemake-executor-plugin-slurm {found} is older than "
+            f"{'.'.join(map(str, SLURM_PLUGIN_MIN))} (it adds --ntasks-per-gpu=1 to GPU jobs): "
+            "pip install -e '.[workflow]' installs the pinned release"
+        )
 
 
 def as_json(section):
@@ -157,15 +211,16 @@ def evaluation_jsons():
 
 
 def train_launcher(n_gpus):
-    """`python -m pgrpo` on one device or none; `accelerate launch` across several GPUs (config/accelerate/*.yaml)."""
+    """`python -m pgrpo` on one device or none; `accelerate launch` across several GPUs (config/accelerate/*.yaml),
+    on a port free on the node when the job starts (two jobs on one node must not share the default 29500).
+    """
     n_gpus = int(n_gpus or 0)
     if n_gpus <= 1:
         return "python -m pgrpo"
-    accelerate_config = (
-        config["training"].get("accelerate_config")
-        or "config/accelerate/deepspeed_zero2.yaml"
+    return (
+        f"accelerate launch --config_file {accelerate_config_file()} --num_processes {n_gpus}"
+        f' --main_process_port "$({FREE_PORT})" -m pgrpo'
     )
-    return f"accelerate launch --config_file {accelerate_config} --num_processes {n_gpus} -m pgrpo"
 
 
 # The deep-network K_ref sweep (workflow/rules/kref_sweep.smk)
@@ -286,3 +341,13 @@ def readme_flags(wildcards):
         if values:
             flags.append(f"--{key.replace('_', '-')} " + " ".join(values))
     return " ".join(flags)
+
+
+# prints a TCP port that is free on the node now (run inside the job, by the job's python)
+FREE_PORT = "python -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); print(s.getsockname()[1])'"
+
+
+def training_mem_mb():
+    """training.resources.mem_mb is per training process: one per GPU under `accelerate launch`."""
+    resources = config["training"]["resources"]
+    return resources["mem_mb"] * max(1, int(resources["gpus"]))

@@ -51,6 +51,7 @@ rule evaluate:
     threads: config["evaluation"]["resources"]["threads"]
     resources:
         gpu=config["evaluation"]["resources"]["gpus"],
+        cpus_per_task=lambda wildcards, threads: threads,
         runtime=lambda wildcards: job_runtime(
             "evaluation",
             f"evaluate/{wildcards.model}/{wildcards.variant}/{wildcards.benchmark}",

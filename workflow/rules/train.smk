@@ -24,8 +24,9 @@ rule train:
     threads: config["training"]["resources"]["threads"]
     resources:
         gpu=config["training"]["resources"]["gpus"],
+        cpus_per_task=lambda wildcards, threads: threads,
         runtime=lambda wildcards: job_runtime("training", train_job(wildcards)),
-        mem_mb=config["training"]["resources"]["mem_mb"],
+        mem_mb=training_mem_mb(),
     params:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
         data=as_json("data"),

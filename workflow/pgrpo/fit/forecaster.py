@@ -90,7 +90,7 @@ class ForecasterSettings:
     binomial_noise: bool = False
     pool: bool = False
     eval_column: bool = True
-    deviation: bool = True
+    deviation: bool = False
     center: str = "best"
     slowest_rate: float | None = 0.5
     drift: float = 0.0

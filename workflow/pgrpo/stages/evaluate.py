@@ -25,6 +25,7 @@ from pgrpo.grpo.generation import (
     resolve_evaluation,
     tokenize_prompts,
     vllm_available,
+    vllm_cpu_build,
 )
 from pgrpo.grpo.pass_at_k import PASS_AT_K_KEY, benchmark_pass_at_k, pass_at_k_curve
 from pgrpo.tables.table1 import Table1, build_table1, table1_html, table1_latex, table1_markdown, table1_summary
@@ -91,7 +92,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
 
     torch.set_num_threads(int(settings["resources"]["threads"]))
     cuda = torch.cuda.is_available()
-    backend = choose_backend(settings["backend"], cuda, vllm_available())
+    backend = choose_backend(settings["backend"], cuda, vllm_available(), cpu_vllm=vllm_cpu_build())
     spec = {"name": name, "id": None, "path": variant_path} if variant_path else dict(model, name=name)
     source = spec.get("path") or spec.get("id")
     desc = f"{name}/{variant}/{benchmark_name}"
@@ -116,7 +117,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
                                 gpu_memory_utilization=settings["vllm_gpu_memory_utilization"], stop_ids=stops,
                                 indices=problems.indices,
                                 max_model_len=max(map(len, prompt_ids)) + settings["max_new_tokens"], **gen)
-        device = "cuda"
+        device = "cuda" if cuda else "cpu"
     else:
         from pgrpo.grpo.models import load_model_and_tokenizer
 

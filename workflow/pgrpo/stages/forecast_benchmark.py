@@ -242,7 +242,7 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
             default.replace(pool=not default.pool),
         name(default.binomial_noise, "+ binomial noise sqrt(p(1-p)/B)", "- binomial noise"):
             default.replace(binomial_noise=not default.binomial_noise),
-        name(default.averaging == "best", "Akaike averaging", "best law only"):
+        name(default.averaging == "akaike", "Akaike averaging", "best law only"):
             default.replace(averaging="akaike" if default.averaging == "best" else "best"),
         name(default.range_prior, "+ range prior", "- range prior"): default.replace(range_prior=not default.range_prior),
         name(default.eval_column, "+ eval column", "- eval column"): default.replace(eval_column=not default.eval_column),

@@ -293,12 +293,19 @@ def _block_of(path: str, what: str) -> str:
     return text[start:end]
 
 
-def run_readme_update(readme: str, summary_md: str) -> None:
-    """Replace the results block of ``readme`` by the block of ``summary_md`` (rule readme_numbers' output)."""
-    block = _block_of(summary_md, "summary")
-    errors = block_errors(block)
-    if errors:
-        raise InputError(f"summary {summary_md}: {errors[0]}")
+def run_readme_update(readme: str, summary_md: str | None = None) -> None:
+    """Replace the results block of ``readme`` by the block of ``summary_md`` (rule readme_numbers' output); without
+    a summary, re-render the README's block from the facts it carries (after a change of the generator's wording)."""
+    if summary_md:
+        block = _block_of(summary_md, "summary")
+        errors = block_errors(block)
+        if errors:
+            raise InputError(f"summary {summary_md}: {errors[0]}")
+    else:
+        try:
+            block = render_block(facts_of_block(_block_of(readme, "README")))
+        except ValueError as exc:
+            raise InputError(f"README {readme}: {exc}") from None
     text = Path(readme).read_text()
     try:
         write_text(readme, replace_block(text, block))
@@ -315,7 +322,7 @@ def run_readme_check(readme: str, summary_md: str | None = None) -> list[str]:
     ours = facts_of_block(_block_of(readme, "README"))
     theirs = facts_of_block(_block_of(summary_md, "summary"))
     if ours != theirs:
-        stale = [key for key in sorted(set(ours) | set(theirs)) if ours.get(key) != theirs.get(key)]
+        stale = [key for key in sorted(set(ours) | set(theirs)) if (ours.get(key) or None) != (theirs.get(key) or None)]
         return [f"README {readme}: the results block is not that of {summary_md} (differs in: {', '.join(stale)}); "
                 f"run `pgrpo readme update {readme} {summary_md}`"]
     return []

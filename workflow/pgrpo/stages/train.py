@@ -13,6 +13,7 @@ from pathlib import Path
 from pgrpo.errors import InputError
 from pgrpo.grpo.chat import add_stop_tokens, any_chat
 from pgrpo.grpo.checkpoints import CHECKPOINT_DIRNAME, model_stamp
+from pgrpo.grpo.time_limit import install_checkpoint_signal
 from pgrpo.grpo.trainer import check_dataset, guard_reward, preflight_reward, train_grpo
 from pgrpo.grpo.training_config import build_grpo_config, resolve_training, validate_training
 
@@ -35,6 +36,7 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
     With a chat template (``data.*.chat_template``) generation stops at the template's end-of-turn token: it is
     added to the model's generation config (what TRL stops at and masks by, and what the merged model saves).
     """
+    install_checkpoint_signal()  # before the (possibly long) loading: a signal during it is kept, not lost
     import torch
 
     from pgrpo.grpo import data as data_module
@@ -43,7 +45,8 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
 
     cuda = torch.cuda.is_available()
     resolved = validate_training(
-        resolve_training(training), G, num_processes=int(os.environ.get("WORLD_SIZE", "1")), cuda=cuda
+        resolve_training(training), G, num_processes=int(os.environ.get("WORLD_SIZE", "1")), cuda=cuda,
+        bf16_supported=bool(cuda and torch.cuda.is_bf16_supported()),
     )
     torch.set_num_threads(resolved["resources"]["threads"])
     name = model.get("name") or "model"

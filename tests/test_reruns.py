@@ -1,0 +1,102 @@
+"""Partial re-runs, shown with real runs (slow): after a whole run of a shrunken embedded default, each change
+re-runs exactly the jobs that depend on it and nothing else.
+
+Every rule receives its config section as a parameter (rerun-trigger ``params``, one of the triggers the slurm/
+profile names), so a changed value makes stale exactly the jobs that read it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from tests.test_slurm import copy_workflow, layered, parse_dry_run, read_yaml, snakemake_bin
+
+SHRUNKEN = {
+    "group_sizes": [4],
+    "seeds": [1],
+    "synthetic": {"sizes": {"sft": 400, "val": 16, "train": 64, "test": 16, "ood": 16}},
+    "tiny": {
+        "architecture": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                         "num_attention_heads": 2, "num_key_value_heads": 1},
+        "warmstart": {"steps": 10, "batch_size": 16, "eval_every": 10, "val_examples": 8},
+        "eval": {"examples": 8},
+    },
+    "training": {"max_steps": 4, "eval_steps": 2, "checkpoint_steps": 2, "per_device_train_batch_size": 8,
+                 "gradient_accumulation_steps": 1, "max_completion_length": 8, "num_generations_eval": 4,
+                 "per_device_eval_batch_size": 16},
+    "data": {"eval": {"max_examples": 8}},
+    "benchmarks": {"synthetic-test": {"max_examples": 8}, "synthetic-ood": {"max_examples": 8}},
+    "evaluation": {"num_samples": 5, "max_new_tokens": 8},
+    "bandit": {
+        "calibration": {"steps": 2000},
+        "sweep": {"k_refs": [1, 4], "steps": 100, "settle_steps": 300, "dense_k_ref_max": 4},
+        "regime_map": {"etas": {"min": 0.05, "max": 0.5, "n": 3}, "k_refs": {"min": 1, "max": 10, "n": 3},
+                       "steps": 300},
+        "readings": [{"refresh": "sliding", "gradient": "stale"}],
+        "sensitivity": {"rewards": [[0, 0, 0, 1]], "etas_n": 2, "k_refs_n": 2, "steps": 200},
+    },
+}
+
+
+def executed(text: str) -> set[tuple[str, str]]:
+    """(rule, first output) of every job a real run started; `all` left out."""
+    return {(job["rule"], job["output"][0] if job["output"] else "") for job in parse_dry_run(text)
+            if job["rule"] != "all"}
+
+
+@pytest.mark.slow
+def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
+    copy_workflow(repo_root, tmp_path)
+    config = layered(read_yaml(repo_root / "config" / "config.yaml"), SHRUNKEN)
+
+    def run() -> str:
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+        result = subprocess.run([snakemake_bin(repo_root), "--profile", "profiles/local", "--cores", "2",
+                                 "--configfile", "c.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                                timeout=1200)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result.stdout + result.stderr
+
+    first = executed(run())
+    rules = {rule for rule, _ in first}
+    assert {"verify_symbolic", "train", "evaluate", "table1", "fit_laws", "diagnostics"} <= rules
+    evaluations = {out for rule, out in first if rule == "evaluate"}
+    assert len(evaluations) == 4  # (base, G4_seed1) x (synthetic-test, synthetic-ood)
+
+    # nothing changed: nothing runs
+    text = run()
+    assert executed(text) == set() and "Nothing to be done" in text
+
+    # a benchmark setting: that benchmark's evaluations (base and trained) and Table 1, nothing else
+    test_json = tmp_path / "results" / "evaluate" / "tiny" / "base" / "synthetic-test.json"
+    untouched = test_json.stat().st_mtime_ns
+    config["benchmarks"]["synthetic-ood"]["max_examples"] = 6
+    assert executed(run()) == {
+        ("evaluate", "results/evaluate/tiny/base/synthetic-ood.json"),
+        ("evaluate", "results/evaluate/tiny/G4_seed1/synthetic-ood.json"),
+        ("table1", "results/tables/table1.csv"),
+    }
+    assert test_json.stat().st_mtime_ns == untouched
+    assert json.loads(test_json.with_name("synthetic-ood.json").read_text())["n_problems"] == 6
+
+    # a fit setting: the fits, forecasts and what reads them; no training, no evaluation
+    config["fitting"] = {"forecast_fraction": 0.5}
+    rerun = {rule for rule, _ in executed(run())}
+    assert {"fit_laws", "forecast_run", "forecast_summary", "figure1", "diagnostics"} == rerun
+
+    # a training key: the model's runs and everything downstream of them; not the base model's evaluations, the
+    # data, the tiny model, the bandit or the symbolic checks
+    log_csv = tmp_path / "results" / "train" / "tiny" / "G4" / "seed1" / "log.csv"
+    before = log_csv.read_text()
+    config["training"]["learning_rate"] = 1e-3
+    jobs = executed(run())
+    assert {rule for rule, _ in jobs} == {"train", "aggregate_seeds", "fit_laws", "figure1", "forecast_run",
+                                          "forecast_summary", "diagnostics", "evaluate", "table1"}
+    assert {out for rule, out in jobs if rule == "evaluate"} == {
+        "results/evaluate/tiny/G4_seed1/synthetic-test.json", "results/evaluate/tiny/G4_seed1/synthetic-ood.json"}
+    assert log_csv.read_text() != before
+    shutil.rmtree(tmp_path / "results", ignore_errors=True)
