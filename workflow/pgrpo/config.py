@@ -130,6 +130,18 @@ def check_config_semantics(config: Mapping[str, Any]) -> None:
                     f"generation batch training.per_device_train_batch_size x GPUs x steps_per_generation = "
                     f"{per_device} x {processes} x {steps_per_generation} = {generation_batch}"
                 )
+        if training.get("use_vllm") and training.get("vllm_mode") == "server":
+            raise InputError(
+                "Invalid configuration: config key 'training.vllm_mode': 'server' needs a `trl vllm-serve` process "
+                "beside each training job, which this workflow does not start; use vllm_mode: colocate"
+            )
+        gpus = (training.get("resources") or {}).get("gpus", 0)
+        accelerate_config = training.get("accelerate_config") or "config/accelerate/deepspeed_zero2.yaml"
+        if gpus > 1 and not (REPO_ROOT / accelerate_config).is_file() and not Path(accelerate_config).is_file():
+            raise InputError(
+                f"Invalid configuration: config key 'training.accelerate_config': {accelerate_config} does not exist "
+                f"(training.resources.gpus = {gpus} launches through `accelerate launch` with it)"
+            )
 
 
 #: A model name or id that says it is a chat/instruct (or chat-distilled) model, whose tokenizer has a chat template.

@@ -15,28 +15,10 @@ from pgrpo.config import (  # noqa: E402
     check_config_semantics,
     one_line_validation_error,
 )
-from pgrpo.errors import InputError  # noqa: E402
 
 # The oldest snakemake-executor-plugin-slurm this workflow submits with: 2.7.1 stopped adding --ntasks-per-gpu=1 to
 # every GPU job (which `srun` inside the job then fights). pyproject.toml pins the tested release.
 SLURM_PLUGIN_MIN = (2, 7, 1)
-
-
-def check_workflow_support(config):
-    """What the schema allows but this workflow cannot do: one line naming the key (InputError)."""
-    training = config["training"]
-    if training.get("use_vllm") and training.get("vllm_mode") == "server":
-        raise InputError(
-            "Invalid configuration: config key 'training.vllm_mode': 'server' needs a `trl vllm-serve` process "
-            "beside each training job, which this workflow does not start; use vllm_mode: colocate"
-        )
-    gpus = training.get("resources", {}).get("gpus", 0)
-    accelerate_config = accelerate_config_file()
-    if gpus > 1 and not (Path(workflow.basedir) / accelerate_config).is_file():
-        raise InputError(
-            f"Invalid configuration: config key 'training.accelerate_config': {accelerate_config} does not exist "
-            f"(training.resources.gpus = {gpus} launches through `accelerate launch` with it)"
-        )
 
 
 def accelerate_config_file():
@@ -49,7 +31,6 @@ def accelerate_config_file():
 try:
     validate(config, schema="../../config/schema.yaml")
     check_config_semantics(config)
-    check_workflow_support(config)
 except (WorkflowError, ValueError) as error:
     sys.exit(one_line_validation_error(error))
 # a chat model fed raw prompts runs on past its answer

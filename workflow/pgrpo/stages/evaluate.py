@@ -6,6 +6,7 @@ of each from its per-problem correct counts.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from pgrpo.grpo.generation import (
     vllm_cpu_build,
 )
 from pgrpo.grpo.pass_at_k import PASS_AT_K_KEY, benchmark_pass_at_k, pass_at_k_curve
+from pgrpo.grpo.training_config import ALLOW_NO_CUDA_ENV
 from pgrpo.tables.table1 import Table1, build_table1, table1_html, table1_latex, table1_markdown, table1_summary
 
 
@@ -92,6 +94,11 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
 
     torch.set_num_threads(int(settings["resources"]["threads"]))
     cuda = torch.cuda.is_available()
+    gpus = int(settings["resources"]["gpus"])
+    if gpus > 0 and not cuda and os.environ.get(ALLOW_NO_CUDA_ENV) != "1":
+        raise InputError(f"evaluation.resources.gpus: the job asks for {gpus} GPU(s) but torch sees no CUDA device "
+                         f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): it would "
+                         f"generate on the CPU; {ALLOW_NO_CUDA_ENV}=1 allows that for a CPU test only")
     backend = choose_backend(settings["backend"], cuda, vllm_available(), cpu_vllm=vllm_cpu_build())
     spec = {"name": name, "id": None, "path": variant_path} if variant_path else dict(model, name=name)
     source = spec.get("path") or spec.get("id")
