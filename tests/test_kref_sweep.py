@@ -125,3 +125,25 @@ def test_noise_sd_of_white_noise_on_a_trend():
     rng = np.random.default_rng(7)
     y = np.linspace(0, 1, 20000) + rng.normal(0, 0.05, 20000)
     assert noise_sd(y) == pytest.approx(0.05, rel=0.03)
+
+
+def test_a_sweep_without_a_measurable_k_still_writes_its_outputs(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from pgrpo.stages.kref_sweep import run_kref_sweep
+
+    logs, metas = [], []
+    for k_ref in (1, 2):
+        folder = tmp_path / f"r{k_ref}"
+        folder.mkdir()
+        pd.DataFrame({"step": np.arange(1, 9), "reward": 0.0}).to_csv(folder / "log.csv", index=False)
+        (folder / "meta.json").write_text(json.dumps({"eta": 1e-3, "mu": 0.9, "k_ref": k_ref}))
+        logs.append(str(folder / "log.csv"))
+        metas.append(str(folder / "meta.json"))
+    summary = run_kref_sweep(logs, metas, str(tmp_path / "t.csv"), str(tmp_path / "t.md"), str(tmp_path / "s.json"),
+                             out_png=str(tmp_path / "f.png"))
+    assert math.isnan(summary["stiffness"]["K"])
+    assert "K could not be measured" in (tmp_path / "t.md").read_text()
+    assert (tmp_path / "f.png").stat().st_size > 0

@@ -80,8 +80,13 @@ def kref_sweep_figure(runs: Sequence[SweepRun], regimes: Sequence[RunRegime], K:
         ax_ratio.scatter(x, y, c=colors, edgecolor="k", s=60, label="max over the run", zorder=3)
         ax_ratio.scatter(x, med, c=colors, edgecolor="k", s=25, marker="s", label="median", zorder=3)
         ax_ratio.axvline(1 - mu, color="k", lw=1.2)
-        ax_ratio.set_xscale("log")
-        ax_ratio.set_yscale("log")
+        shown = np.isfinite(x) & (x > 0) & np.isfinite(y) & (y > 0)
+        if shown.any():  # no K measured (or no ratio logged): nothing to place on log axes
+            ax_ratio.set_xscale("log")
+            ax_ratio.set_yscale("log")
+        else:
+            ax_ratio.text(0.5, 0.5, "K not measured or no ratio logged", transform=ax_ratio.transAxes,
+                          ha="center", fontsize=8)
         ax_ratio.set_xlabel(r"$K\eta K_{\mathrm{ref}}$ (threshold $1-\mu$: vertical line)")
         ax_ratio.set_ylabel("importance-sampling ratio max")
         ax_ratio.legend(fontsize=7)

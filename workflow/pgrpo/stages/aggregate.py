@@ -17,8 +17,10 @@ from pgrpo.stages.logs import read_run_log
 
 
 def load_log(path: str | Path) -> pd.DataFrame:
-    """Read a per-step log in any saved format (:func:`pgrpo.stages.logs.read_run_log`)."""
-    return read_run_log(path)
+    """Read a per-step log in any saved format (:func:`pgrpo.stages.logs.read_run_log`). A workflow run's own
+    infinities (an importance-sampling ratio that overflowed) are values to aggregate and plot, not a broken file:
+    they are read as missing, and listed in ``frame.attrs["non_finite"]``."""
+    return read_run_log(path, allow_non_finite=True)
 
 
 def _check_same_run_group(log_csvs: Sequence[str]) -> None:

@@ -59,7 +59,7 @@ def _load_run(log_path: str, meta_path: str) -> SweepRun:
     for key in ("eta", "mu", "k_ref"):
         if not isinstance(meta.get(key), (int, float)):
             raise InputError(f"sweep run {meta_path}: meta.json lacks a number '{key}'")
-    frame = read_run_log(log_path)
+    frame = read_run_log(log_path, allow_non_finite=True)  # a ratio that overflowed reads as missing
     if "reward" not in frame.columns:
         raise InputError(f"sweep run {log_path}: no 'reward' column")
     trained = frame[frame["step"] >= 1]
