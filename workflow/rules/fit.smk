@@ -114,7 +114,9 @@ rule forecast_benchmark:
         data=lambda wildcards: sorted(
             str(path)
             for path in Path(
-                config["forecast_benchmark"].get("data_dir", "benchmarks/forecast/data")
+                config["forecast_benchmark"].get(
+                    "data_dir", "benchmarks/forecast/data"
+                )
             ).glob("*.json")
         ),
         logs=[f"{run_dir(model, G, seed)}/log.csv" for model, G, seed in runs()],

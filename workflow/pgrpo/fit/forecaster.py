@@ -5,7 +5,9 @@ single exponential (Cor. 13, Eq. 14), the critically damped three-phase law (Pro
 overdamped response (Prop. 14) and, as a lever, the response whose shape is fixed by the optimizer through Eq. 9-10:
 with ``x = K eta``, ``omega_n^2 = 2x / ((1 + mu) + x K_ref^2)`` and
 ``zeta = ((1 - mu) - x K_ref) / sqrt(2x ((1 + mu) + x K_ref^2))``, one shape parameter (the stiffness measured from
-the early slope) instead of two. A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
+the early slope) instead of two; and two relaxation modes with free weights, ``w e^{-a t} + (1 - w) e^{-b t}`` (the
+fast nonlinear rise and the slow approach of the linearised drift's slowest mode, as the exact bandit shows them).
+A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
 is fitted by variable projection: on a grid of its shape parameters the amplitudes ``(R0, R_inf)`` are a weighted
 linear least-squares problem, bounded to the reward's range where one is known (a prior from the range); rates are
 bounded by what the data can show: none faster than ``pi / (2 Delta)`` for a logging interval ``Delta`` (no
@@ -57,7 +59,13 @@ FLAT = "flat"
 THEORY = "theory"
 
 
-FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, THEORY)
+TWO_MODE = "two_mode"
+
+
+_TWO_MODE_RATIOS, _TWO_MODE_WEIGHTS = (4.0, 10.0, 30.0, 100.0), (0.1, 0.25, 0.5, 0.75)
+
+
+FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, THEORY)
 
 
 _N_RATES = 90
@@ -81,7 +89,7 @@ class ForecasterSettings:
     weights).
     """
 
-    laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED)
+    laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE)
     theory: bool = False
     averaging: str = "akaike"
     criterion: str = "aicc"
@@ -154,6 +162,8 @@ class ShapeGrid:
                 rows.append(deficit_three_phase(t, s["omega_n"]))
             elif self.law == OVERDAMPED:
                 rows.append(deficit_overdamped(t, s["omega_n"], s["zeta"]))
+            elif self.law == TWO_MODE:
+                rows.append(s["w_slow"] * np.exp(-s["slow"] * t) + (1.0 - s["w_slow"]) * np.exp(-s["fast"] * t))
             else:
                 rows.append(_theory_deficit(t, s["omega_n"], s["zeta"]))
         return np.array(rows)
@@ -177,6 +187,11 @@ def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = No
                 shapes.append({"omega_n": float(a * math.sqrt(ratio)), "zeta": float(math.cosh(0.5 * math.log(ratio))),
                                "slow_pole": float(a)})
         return ShapeGrid(law, shapes, 4)
+    if law == TWO_MODE:
+        shapes = [{"slow": float(a), "fast": float(a * ratio), "w_slow": w}
+                  for a in np.geomspace(rate_min, rate_max, _N_RATES // 3) for ratio in _TWO_MODE_RATIOS
+                  for w in _TWO_MODE_WEIGHTS]
+        return ShapeGrid(law, shapes, 5)
     if law == THEORY:
         if mu is None or k_ref is None:
             return None
@@ -575,7 +590,7 @@ def _window_notes(fit: LawFit, t: np.ndarray, weight: float) -> list[str]:
         return []
     p = fit.params()
     notes = []
-    rate = p.get("slow_pole", p.get("lambda", p.get("omega_n")))
+    rate = p.get("slow_pole", p.get("lambda", p.get("slow", p.get("omega_n"))))
     if fit.law == OVERDAMPED:
         rate = p["slow_pole"]
     if fit.law == THEORY and p["zeta"] < 1:

@@ -151,9 +151,14 @@ class Samples:
     truncated: list[list[bool]]
 
 
-def request_seed(seed: int, index: int) -> int:
-    """The vLLM ``SamplingParams.seed`` of the problem at source row ``index`` under evaluation seed ``seed``."""
-    return (int(seed) * 1_000_003 + int(index)) % (2**31 - 1)
+def request_seed(seed: int, index: int, num_samples: int = 1) -> int:
+    """The vLLM ``SamplingParams.seed`` of the problem at source row ``index`` under evaluation seed ``seed``.
+
+    vLLM seeds sample j of a request for ``n`` samples with ``seed + j``, so problems are ``num_samples`` apart and
+    no two samples of one evaluation share a seed (one apart, sample j+1 of row i and sample j of row i+1 drew the
+    same noise: a question repeated on the next row got the same completions, shifted by one).
+    """
+    return (int(seed) * 1_000_003 + int(index) * max(1, int(num_samples))) % (2**31 - 1)
 
 
 def prompt_settings(benchmark: dict | None, settings: dict) -> tuple[str | None, Any, str]:
@@ -231,10 +236,11 @@ def vllm_sampling_params(SamplingParams, n_prompts: int, *, num_samples: int, te
                          max_new_tokens: int, seed: int, stop_ids: Sequence[int] | None = None,
                          indices: Sequence[int] | None = None) -> list:
     """One ``SamplingParams`` per prompt: ``n=num_samples`` samples, a seed per request (:func:`request_seed` of the
-    problem's row number), the stop ids; top_k is left disabled (vLLM's default), as in ``model.generate``."""
+    problem's row number: seeds ``num_samples`` apart, one per sample), the stop ids; top_k is left disabled (vLLM's
+    default), as in ``model.generate``."""
     indices = list(range(n_prompts)) if indices is None else list(indices)
     return [SamplingParams(n=num_samples, temperature=float(temperature), top_p=float(top_p),
-                           max_tokens=max_new_tokens, seed=request_seed(seed, index),
+                           max_tokens=max_new_tokens, seed=request_seed(seed, index, num_samples),
                            stop_token_ids=[int(i) for i in stop_ids or []]) for index in indices]
 
 

@@ -390,7 +390,7 @@ def run_forecast_summary(
     summary.loc[summary["G"] == -1, "G"] = None
     write_csv(out_csv, summary)
 
-    headers = ["model", "G", "column", "seed", "R_inf forecast", "R_inf full fit", "observed plateau",
+    headers = ["model", "G", "column", "seed", "plateau forecast", "R_inf full fit", "observed plateau",
                "error vs observed", "t90 forecast", "t90 full fit", "holdout RMSE", "persistence RMSE"]
     view = []
     for rec in runs.to_dict("records"):
@@ -418,8 +418,11 @@ def run_forecast_summary(
             f"{_fmt(mean['holdout_rmse'])} vs {_fmt(mean['persistence_rmse'])} for persistence."
         )
     md = ["# Forecasts from the first steps of each run", "",
-          "Each run's law is fitted on its first steps only, then extrapolated; errors are against the same run's "
-          "full log (observed plateau: mean of the last 10% of points). Persistence: the curve assumed flat at the "
+          "Each run is forecast from its first steps only (the forecaster: the laws of Section 3.5 averaged by "
+          "Akaike weights; plateau = the forecast mean over the run's last 10% of steps, ± the half-width of its 80% "
+          "band / 1.28; t90 = first step with 90% of the change from the start to that plateau); errors are against "
+          "the same run's full log (observed plateau: mean of the last 10% of points). R_inf and t90 of the full "
+          "fit: the three-phase law (Eq. 16) fitted to the whole log. Persistence: the curve assumed flat at the "
           "end of the early window.", "", markdown_table(headers, view), "## Spread across seeds", "",
           *spread_lines, ""]
     write_text(out_md, "\n".join(md))

@@ -248,6 +248,9 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name(default.eval_column, "+ eval column", "- eval column"): default.replace(eval_column=not default.eval_column),
         name(default.deviation, "+ run's own deviation (OU)", "- run's own deviation (OU)"):
             default.replace(deviation=not default.deviation),
+        name("two_mode" in default.laws, "+ two-mode law", "- two-mode law"):
+            default.replace(laws=tuple(law for law in default.laws if law != "two_mode") if "two_mode" in default.laws
+                            else (*default.laws, "two_mode")),
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
             default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
     }

@@ -25,7 +25,7 @@ def _f(value: Any, digits: int) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     if digits == 0:
-        return str(int(value))
+        return str(int(round(value)))
     return f"{value:.{digits}f}"
 
 
