@@ -120,7 +120,7 @@ def test_run_kref_sweep_end_to_end_on_written_logs(tmp_path):
 
 
 def test_noise_sd_of_white_noise_on_a_trend():
-    from pgrpo.fit.kref_sweep import noise_sd
+    from pgrpo.fit.intervals import robust_noise_sd as noise_sd
 
     rng = np.random.default_rng(7)
     y = np.linspace(0, 1, 20000) + rng.normal(0, 0.05, 20000)

@@ -27,9 +27,12 @@ LEVELS: tuple[float, ...] = (0.8, 0.95)
 PLATEAU_SHARE = 0.1
 
 
-def robust_noise_sd(y: Sequence[float]) -> float:
-    """The noise s.d. of a series from its first differences, ``1.4826 median|dy - median dy| / sqrt 2``; the plain
-    s.d. of the differences when more than half of them are equal (a discrete reward), NaN for < 3 points."""
+def robust_noise_sd(y: Sequence[float], ddof: int = 0) -> float:
+    """The noise s.d. of a series from its first differences (``Var(y_i - y_{i-1}) = 2 sigma^2`` for independent
+    noise), ``1.4826 median|dy - median dy| / sqrt 2`` so that steps and spikes do not inflate it; the plain s.d. of
+    the differences (``ddof``) when more than half of them are equal (a discrete reward: a binary reward near 0 has
+    mostly zero differences), NaN for < 3 points. The one noise estimate of the forecast, the diagnoses and the
+    K_ref sweep."""
     y = np.asarray(y, float)
     y = y[np.isfinite(y)]
     if y.size < 3:
@@ -38,7 +41,7 @@ def robust_noise_sd(y: Sequence[float]) -> float:
     mad = float(np.median(np.abs(d - np.median(d))))
     sd = 1.4826 * mad / math.sqrt(2.0)
     if sd <= 0:
-        sd = float(np.std(d)) / math.sqrt(2.0)
+        sd = float(np.std(d, ddof=ddof)) / math.sqrt(2.0)
     return sd
 
 

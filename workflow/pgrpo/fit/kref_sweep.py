@@ -14,7 +14,8 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   ``tail_fraction``; its start is the mean of the first ``smoothing`` points; and the labels are those of
   :func:`pgrpo.bandit.regimes.classify_regime` (monotone / overshoot / oscillatory) with the hysteresis tolerance
   set to ``noise_multiple`` standard errors of the smoothed curve (the per-point noise from the curve's first
-  differences, :func:`noise_sd`, over sqrt(smoothing)) over the initial gap, at least the bandit stage's 1%
+  differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, over sqrt(smoothing)) over the initial gap, at
+  least the bandit stage's 1%
   (:data:`MIN_TOLERANCE`), so that sampling noise is not read as ringing. *collapsed*: the run ends below its start
   by more than that tolerance (learning undone), the deep-network face of a run that leaves its fixed point. A run
   whose rise is within the noise is *flat*: there is nothing to classify. A run that refreshes every ``K_ref``
@@ -38,6 +39,7 @@ import numpy as np
 
 from pgrpo import theory
 from pgrpo.bandit.regimes import classify_regime
+from pgrpo.fit.intervals import robust_noise_sd
 from pgrpo.fit.laws import EXPONENTIAL
 from pgrpo.fit.least_squares import fit_law
 from pgrpo.fit.settings import smooth
@@ -108,17 +110,6 @@ class RunRegime:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
-def noise_sd(values: np.ndarray) -> float:
-    """The per-point noise s.d. of a slowly varying curve, from its first differences: ``Var(y_i - y_{i-1}) =
-    2 sigma^2`` for independent noise. (Not a median-based scale: a binary reward near 0 has mostly zero
-    differences, and its noise would then read as none.)"""
-    d = np.diff(np.asarray(values, float))
-    d = d[np.isfinite(d)]
-    if d.size < 2:
-        return float("nan")
-    return float(np.std(d, ddof=1) / math.sqrt(2.0))
-
-
 def measure_stiffness(run: SweepRun, smoothing: int = 1) -> StiffnessEstimate:
     """Fit Eq. 14 to the (optionally smoothed) train reward of ``run`` and invert its rate for ``K``."""
     ok = np.isfinite(run.reward)
@@ -157,7 +148,7 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
         label, crossings, overshoot, start, target, noise_se, tol = "too short", 0, nan, nan, nan, nan, nan
     else:
         smoothed = smooth(raw, window)
-        noise_se = noise_sd(raw) / math.sqrt(window)
+        noise_se = robust_noise_sd(raw, ddof=1) / math.sqrt(window)
         start = float(np.mean(raw[:window]))
         tail = max(window, int(round(tail_fraction * raw.size)))
         target = float(np.mean(raw[-tail:]))

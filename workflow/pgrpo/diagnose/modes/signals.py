@@ -28,22 +28,16 @@ import pandas as pd
 from pgrpo.diagnose.numerics import _window_mask
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
+from pgrpo.fit.intervals import robust_noise_sd
 
 #: the reward functions' columns after normalisation (``rewards/<fn>/mean``)
 COMPONENT = re.compile(r"^rewards/(?P<name>[^/]+)/mean$")
 
 
 def noise_sd(values: Sequence[float]) -> float:
-    """Per-point noise s.d. from first differences (module docstring); NaN with fewer than 3 values."""
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    if v.size < 3:
-        return float("nan")
-    d = np.diff(v)
-    mad = float(np.median(np.abs(d - np.median(d))))
-    if mad > 0:
-        return 1.4826 * mad / math.sqrt(2)
-    return float(np.std(d, ddof=1)) / math.sqrt(2)
+    """Per-point noise s.d. from first differences (module docstring; :func:`pgrpo.fit.intervals.robust_noise_sd`
+    with the sample s.d. as its fallback); NaN with fewer than 3 values."""
+    return robust_noise_sd(values, ddof=1)
 
 
 def max_bias(k: float) -> float:
