@@ -14,12 +14,12 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   ``tail_fraction``; its start is the mean of the first ``smoothing`` points; and the labels are those of
   :func:`pgrpo.bandit.regimes.classify_regime` (monotone / overshoot / oscillatory) with the hysteresis tolerance
   set to ``noise_multiple`` standard errors of the smoothed curve (the per-point noise from the curve's first
-  differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, over sqrt(smoothing)) over the initial gap, at
-  least the bandit stage's 1%
-  (:data:`MIN_TOLERANCE`), so that sampling noise is not read as ringing. *collapsed*: the run ends below its start
-  by more than that tolerance (learning undone), the deep-network face of a run that leaves its fixed point. A run
-  whose rise is within the noise is *flat*: there is nothing to classify. A run that refreshes every ``K_ref``
-  steps logs its reward only on the steps that generate, so the window shrinks to keep four windows in the run.
+  differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, over sqrt(smoothing)) over the initial gap, at least the
+  bandit stage's 1% (:data:`MIN_TOLERANCE`), so that sampling noise is not read as ringing. *collapsed*: the run
+  ends below its start by more than that tolerance (learning undone), the deep-network face of a run that leaves its
+  fixed point. A run whose rise is within the noise is *flat*: there is nothing to classify. A run that refreshes
+  every ``K_ref`` steps logs its reward only on the steps that generate, so the window shrinks to keep four windows
+  in the run.
 - **The predictions** for each run: the margin ``(1 - mu) - K eta K_ref`` of Prop. 9 (Eq. 11; negative:
   linearly unstable) and the damping ratio of Eq. 10 (``zeta < 1``: oscillatory onset). Agreement is counted
   between "monotone" and ``zeta >= 1`` with a positive margin, and between overshoot/oscillatory and the other
