@@ -38,9 +38,11 @@ EVALUATION = {"num_samples": 16, "pass_at": [1, 4, 16], "temperature": 0.8, "top
 Z_MAX = 4.0
 
 
-def run_pgrpo(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_python(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``sys.executable ARGS`` (this environment's Python) in the repository root; a failure shows the output's end."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(args[:3])} exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}")
     return proc
@@ -67,10 +69,10 @@ def evaluate(tiny: Path, backend: str, name: str, max_examples: int | None = Non
     if max_examples:
         benchmark["max_examples"] = max_examples
     out = tiny / "eval" / name
-    run_pgrpo("-m", "pgrpo", "evaluate", "--model-json", json.dumps({"name": "tiny", "path": str(tiny / "model")}),
-              "--benchmark", "bench", "--benchmark-json", json.dumps(benchmark),
-              "--evaluation-json", json.dumps({**EVALUATION, "backend": backend}),
-              "--json", f"{out}.json", "--samples", f"{out}.samples.jsonl")
+    run_python("-m", "pgrpo", "evaluate", "--model-json", json.dumps({"name": "tiny", "path": str(tiny / "model")}),
+               "--benchmark", "bench", "--benchmark-json", json.dumps(benchmark),
+               "--evaluation-json", json.dumps({**EVALUATION, "backend": backend}),
+               "--json", f"{out}.json", "--samples", f"{out}.samples.jsonl")
     record = json.loads(Path(f"{out}.json").read_text())
     samples = [json.loads(line) for line in Path(f"{out}.samples.jsonl").read_text().splitlines()]
     return record, {row["index"]: row for row in samples}
@@ -163,7 +165,7 @@ def test_each_request_has_its_own_seeds(evaluations):
 def test_trl_weight_sync_on_the_cpu_backend(tiny):
     """TRL's own sync fails on vLLM's CPU backend (repacked weights); cpu_vllm_weight_sync reaches them exactly."""
     out = tiny / "weight_sync.json"
-    run_pgrpo(str(HERE / "weight_sync_check.py"), str(tiny / "model"), str(out))
+    run_python(str(HERE / "weight_sync_check.py"), str(tiny / "model"), str(out))
     record = json.loads(out.read_text())
     print("weight sync:", record)
     assert record["base_gap"] < 1e-3  # the engine computes the model's log-probs
@@ -191,9 +193,9 @@ def test_grpo_colocate_trains_on_the_cpu(tiny):
     }
     data = {"train": {"path": str(tiny / "data" / "train.jsonl"), "split": "train", "question_field": "question",
                       "answer_field": "answer"}}
-    run_pgrpo("-m", "pgrpo", "train", "--model-json", json.dumps({"name": "tiny", "path": str(tiny / "model")}),
-              "--data-json", json.dumps(data), "--training-json", json.dumps(training), "--G", "4", "--seed", "42",
-              "--out-dir", str(out))
+    run_python("-m", "pgrpo", "train", "--model-json", json.dumps({"name": "tiny", "path": str(tiny / "model")}),
+               "--data-json", json.dumps(data), "--training-json", json.dumps(training), "--G", "4", "--seed", "42",
+               "--out-dir", str(out))
     import pandas as pd
 
     log = pd.read_csv(out / "log.csv")

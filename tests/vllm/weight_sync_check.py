@@ -52,10 +52,9 @@ def gap(a, b) -> float:
 
 def main(model_dir: str, out_json: str) -> None:
     import torch
+    from pgrpo.grpo.trainer import cpu_vllm_weight_sync
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from vllm import LLM
-
-    from pgrpo.grpo.trainer import cpu_vllm_weight_sync
 
     torch.set_num_threads(1)
     llm = LLM(model=model_dir, dtype="float32", max_model_len=128, enforce_eager=True, seed=0,
