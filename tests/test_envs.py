@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -71,7 +71,7 @@ def normalise(name: str) -> str:
 # ------------------------------------------------------------------------------------------------ envs
 
 
-@lru_cache(maxsize=None)
+@cache
 def env(name: str) -> dict:
     """``{"python": "3.11", "pins": {dist: version}, "unpinned": [...]}`` of envs/NAME.yaml."""
     spec = yaml.safe_load((ENVS / f"{name}.yaml").read_text())
@@ -108,7 +108,7 @@ def smk_functions() -> dict[str, str]:
     return functions
 
 
-@lru_cache(maxsize=None)
+@cache
 def rules() -> dict[str, dict]:
     """``{rule: {"file", "envs": [env names], "conda": raw value, "verb": pgrpo verb or None}}``."""
     functions = smk_functions()
@@ -144,12 +144,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@lru_cache(maxsize=None)
+@cache
 def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-@lru_cache(maxsize=None)
+@cache
 def parsed(name: str) -> ast.Module:
     return ast.parse(modules()[name].read_text())
 
@@ -218,7 +218,7 @@ def cli_functions_run_by(handler: ast.FunctionDef) -> list[ast.FunctionDef]:
     return [functions[n] for n in sorted(seen)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def verb_imports(verb: str) -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
     """(required, optional) top-level third-party names of ``python -m pgrpo VERB``, and where each comes from."""
     cli_top = [n for n in parsed("pgrpo.cli").body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
@@ -243,7 +243,7 @@ def verb_imports(verb: str) -> tuple[frozenset[str], frozenset[str], dict[str, s
     return frozenset(required - stdlib), frozenset((optional - required) - stdlib), origin
 
 
-@lru_cache(maxsize=None)
+@cache
 def installed_distributions() -> dict[str, list[str]]:
     return importlib.metadata.packages_distributions()
 
@@ -272,12 +272,10 @@ def test_the_import_reader_sees_function_level_and_guarded_imports():
     required, optional, origin = verb_imports("train")
     assert {"torch", "trl", "peft", "transformers", "datasets", "accelerate"} <= required  # all function-level
     assert "vllm" in required | optional and origin["trl"].startswith("pgrpo.")
-    assert "matplotlib" in required  # pgrpo train --kref-sweep-json -> stages.kref_sweep -> figures
     symbolic, _, _ = verb_imports("symbolic")
     assert "sympy" in symbolic and "torch" not in symbolic
-    _, guarded, _ = imports_in(ast.parse("try:\n    import vllm\nexcept ImportError:\n    pass\n").body)
-    assert guarded == set()
-    assert imports_in(ast.parse("try:\n    import vllm\nexcept ImportError:\n    pass\n").body)[2] == {"vllm"}
+    source = "import numpy\ndef f():\n    try:\n        import vllm\n    except ImportError:\n        import scipy\n"
+    assert imports_in(ast.parse(source).body) == (set(), {"numpy", "scipy"}, {"vllm"})
 
 
 def test_every_rule_runs_a_verb_in_an_env_that_exists():
@@ -304,7 +302,7 @@ def _rule_params():
 @pytest.mark.parametrize("rule_name", _rule_params())
 def test_each_rule_env_pins_what_its_verb_imports(rule_name):
     rule = rules()[rule_name]
-    required, optional, origin = verb_imports(rule["verb"])
+    required, _, origin = verb_imports(rule["verb"])
     needed = {distribution(n): n for n in required if n not in OPTIONAL}
     if rule["launcher"]:  # `accelerate launch` with config/accelerate/deepspeed_*.yaml on several GPUs
         needed |= {"accelerate": "accelerate launch", "deepspeed": "config/accelerate/deepspeed_zero*.yaml"}
@@ -371,7 +369,8 @@ def resolve(name: str, tmp_dir: Path) -> tuple[int, str, dict | None]:
                "--disable-pip-version-check", "--only-binary", ":all:", "--no-binary", ",".join(SOURCE_ONLY),
                "--report", str(report), "-r", str(requirements)]
     try:
-        done = subprocess.run(command, env=pip_environment(), capture_output=True, text=True, timeout=600)
+        done = subprocess.run(command, env=pip_environment(), capture_output=True, text=True, timeout=600,
+                              check=False)
     except subprocess.TimeoutExpired:
         return 124, f"pip took over 600 s to resolve envs/{name}.yaml", None
     return done.returncode, done.stdout + done.stderr, json.loads(report.read_text()) if report.exists() else None
@@ -382,7 +381,7 @@ def resolutions(tmp_path_factory):
     """Every env resolved once, in parallel (network-bound)."""
     tmp_dir = tmp_path_factory.mktemp("resolve")
     names = [n for n in env_names() if env(n)["python"] == f"{sys.version_info.major}.{sys.version_info.minor}"]
-    with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         return dict(zip(names, pool.map(lambda n: resolve(n, tmp_dir), names)))
 
 

@@ -110,7 +110,8 @@ def train_command(accelerate_config: str, model: dict, data: dict, out_dir: Path
     accelerate = Path(sys.executable).with_name("accelerate")
     if command[0] == "accelerate" and accelerate.exists():
         command[0] = str(accelerate)  # this interpreter's accelerate, not whatever is first on PATH
-    command[2:2] = ["--main_process_port", str(free_port())]
+    if "--main_process_port" not in command:  # two launches on one machine must not share the default 29500
+        command[2:2] = ["--main_process_port", str(free_port())]
     return [*command, "train", "--model-json", json.dumps(model), "--data-json", json.dumps(data),
             "--training-json", json.dumps(TRAINING), "--G", "4", "--seed", str(seed), "--out-dir", str(out_dir)]
 
@@ -123,7 +124,7 @@ def environment() -> dict:
 def run(command: list[str], log: Path, timeout: float = 420) -> None:
     with open(log, "w") as handle:
         result = subprocess.run(command, cwd=REPO_ROOT, env=environment(), stdout=handle, stderr=subprocess.STDOUT,
-                                timeout=timeout)
+                                timeout=timeout, check=False)
     assert result.returncode == 0, f"{' '.join(command[:8])} ... failed:\n" + log.read_text()[-4000:]
 
 
@@ -196,8 +197,8 @@ def test_zero3_matches_zero2(zero2_run, zero3_run):
     pd.testing.assert_frame_equal(two[COMPARED], three[COMPARED])
     assert three["grad_norm"].to_numpy() == pytest.approx(two["grad_norm"].to_numpy(), rel=1e-4, abs=1e-7)
     assert json.loads((zero3_run / "meta.json").read_text())["num_processes"] == PROCESSES
-    shards = {run: sorted(p.name for p in (run / "checkpoints" / f"checkpoint-{STEPS}" / f"global_step{STEPS}").iterdir())
-              for run in (zero2_run, zero3_run)}
+    last = Path("checkpoints") / f"checkpoint-{STEPS}" / f"global_step{STEPS}"
+    shards = {run: sorted(p.name for p in (run / last).iterdir()) for run in (zero2_run, zero3_run)}
     assert shards[zero2_run] == ["mp_rank_00_model_states.pt"] + [f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt"
                                                                    for r in range(PROCESSES)]
     assert [s for s in shards[zero3_run] if "model_states" in s] == [

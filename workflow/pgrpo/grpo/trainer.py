@@ -311,6 +311,19 @@ def drop_long_prompts(dataset, tokenizer, max_prompt_length: int | None, role: s
     return (dataset.select(keep) if dropped else dataset), dropped
 
 
+def end_process_group() -> None:
+    """Destroy torch.distributed's process group, once no collective is left (nothing to do in one process).
+
+    A worker that reaches interpreter exit with the group alive can abort there ("terminate called without an active
+    exception", SIGABRT: seen once in ~20 two-process CPU launches, on the rank that exits while the main one still
+    merges); the launcher then fails the job and SIGTERMs the main process in the middle of writing the outputs.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class TrainingComplete(Exception):
     """Raised by the trainer before a step past ``max_steps`` (a run resumed from its final checkpoint)."""
 
@@ -492,12 +505,14 @@ def train_grpo(
             print(f"pgrpo train: {signal.Signals(CHECKPOINT_SIGNAL).name} (time limit near): checkpoint saved at step "
                   f"{stop_on_signal.stopped_at}; exiting with {EXIT_RESUMABLE}, a re-run resumes from it",
                   file=sys.stderr)
+        end_process_group()
         raise SystemExit(EXIT_RESUMABLE)
     last_step = trainer.state.global_step
 
     adapter_dir = checkpoint_dir / "adapter-final"
     trainer.save_model(str(adapter_dir))
     trainer.accelerator.wait_for_everyone()
+    end_process_group()  # the last collective: the main process merges and writes alone
     if not trainer.accelerator.is_main_process:
         return TrainResult(out / "log.csv", out / "meta.json", None, last_step, resume_step)
 
