@@ -51,17 +51,11 @@ VLLM_ENVS = {
 }
 
 #: Pinned in an env but not installed by `make setup` (yet): checked by the resolution test only.
-NOT_IN_TEST_VENV = {"deepspeed"}
+NOT_IN_TEST_VENV: set[str] = set()
 
 #: Rule changes the workflow still needs (workflow/rules/*.smk); each listed check is an expected failure until then
 #: (strict: once the rule is changed the check passes and the entry must go).
-PENDING_RULE_CHANGES = {
-    "table1": "pgrpo.stages.evaluate (table1 and passk-curves) imports pgrpo.grpo.generation and friends: run the "
-              "rule in envs/evaluate.yaml (or move run_table1/run_passk_curves to a module of their own)",
-    "passk_curves": "as table1",
-    "vllm-choice": "rules train and kref_train take envs/train-vllm.yaml when training.use_vllm, rule evaluate "
-                   "envs/evaluate-vllm.yaml when evaluation.backend is vllm (or auto on GPUs)",
-}
+PENDING_RULE_CHANGES: dict[str, str] = {}
 
 
 def normalise(name: str) -> str:
@@ -312,7 +306,6 @@ def test_each_rule_env_pins_what_its_verb_imports(rule_name):
         assert not missing, f"rule {rule_name} -> envs/{env_name}.yaml -> pgrpo {rule['verb']}: not pinned: {missing}"
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING_RULE_CHANGES["vllm-choice"])
 def test_gpu_rules_can_take_the_vllm_envs():
     table = rules()
     for rule_name, vllm_env in (("train", "train-vllm"), ("kref_train", "train-vllm"), ("evaluate", "evaluate-vllm")):

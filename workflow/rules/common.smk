@@ -332,3 +332,20 @@ def training_mem_mb():
     """training.resources.mem_mb is per training process: one per GPU under `accelerate launch`."""
     resources = config["training"]["resources"]
     return resources["mem_mb"] * max(1, int(resources["gpus"]))
+
+
+# Conda envs: vLLM 0.31 needs transformers < 5.18 and numpy < 2.4, so the rules that generate with vLLM take envs of
+# their own (envs/*-vllm.yaml, tests/test_envs.py resolves every env)
+def train_env(section="training"):
+    use_vllm = config["training"].get("use_vllm", False)
+    if section == "kref_sweep":
+        use_vllm = (config["kref_sweep"].get("training") or {}).get("use_vllm", use_vllm)
+    return "../../envs/train-vllm.yaml" if use_vllm else "../../envs/train.yaml"
+
+
+def evaluate_env():
+    evaluation = config["evaluation"]
+    backend = evaluation.get("backend", "auto")
+    gpus = int((evaluation.get("resources") or {}).get("gpus") or 0)
+    uses_vllm = backend == "vllm" or (backend == "auto" and gpus > 0)
+    return "../../envs/evaluate-vllm.yaml" if uses_vllm else "../../envs/evaluate.yaml"

@@ -47,7 +47,7 @@ rule evaluate:
         variant=r"base|G\d+_seed\d+",
     retries: job_retries("evaluation", "evaluate")
     conda:
-        "../../envs/evaluate.yaml"
+        evaluate_env()
     threads: config["evaluation"]["resources"]["threads"]
     resources:
         gpu=config["evaluation"]["resources"]["gpus"],
@@ -92,7 +92,7 @@ rule table1:
     log:
         "logs/table1.log",
     conda:
-        "../../envs/analysis.yaml"
+        "../../envs/evaluate.yaml"
     resources:
         runtime=10,
         mem_mb=2000,
@@ -116,7 +116,7 @@ rule passk_curves:
     log:
         "logs/passk_curves.log",
     conda:
-        "../../envs/analysis.yaml"
+        "../../envs/evaluate.yaml"
     resources:
         runtime=10,
         mem_mb=2000,

@@ -16,7 +16,7 @@ rule kref_train:
     wildcard_constraints:
         kref=r"\d+",
     conda:
-        "../../envs/train.yaml"
+        train_env("kref_sweep")
     threads: config["training"]["resources"]["threads"]
     resources:
         gpu=config["training"]["resources"]["gpus"],

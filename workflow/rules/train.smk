@@ -20,7 +20,7 @@ rule train:
     # checkpoint on each retry (pgrpo plan says how many submissions it takes)
     retries: job_retries("training", "train")
     conda:
-        "../../envs/train.yaml"
+        train_env()
     threads: config["training"]["resources"]["threads"]
     resources:
         gpu=config["training"]["resources"]["gpus"],
