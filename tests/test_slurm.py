@@ -394,7 +394,7 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     for line in lines:
         by_rule.setdefault(option(line, "--comment").split("_wildcards_")[0][len("rule_"):], []).append(line)
     assert set(by_rule) == {"verify_symbolic", "bandit_calibrate", "make_synthetic_data", "build_tiny_model",
-                            "train", "evaluate"}, lines
+                            "prepare_benchmark", "train", "evaluate"}, lines
     threads = {"train": config["training"]["resources"]["threads"], "evaluate": config["evaluation"]["resources"]
                ["threads"]}
     for rule, rule_lines in by_rule.items():

@@ -472,7 +472,7 @@ RESUME_SCRIPT = textwrap.dedent("""
     import json, random, sys, time
     import datasets
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    from pgrpo.grpo.trainer import train_grpo
 
     model_dir, out_dir, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
