@@ -339,7 +339,9 @@ def training_mem_mb():
 def train_env(section="training"):
     use_vllm = config["training"].get("use_vllm", False)
     if section == "kref_sweep":
-        use_vllm = (config["kref_sweep"].get("training") or {}).get("use_vllm", use_vllm)
+        use_vllm = (config["kref_sweep"].get("training") or {}).get(
+            "use_vllm", use_vllm
+        )
     return "../../envs/train-vllm.yaml" if use_vllm else "../../envs/train.yaml"
 
 
