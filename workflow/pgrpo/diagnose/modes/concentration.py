@@ -19,7 +19,7 @@ import numpy as np
 
 from pgrpo.diagnose.modes.no_learning import rise, rise_test
 from pgrpo.diagnose.modes.record import CONCENTRATION, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import Curve, change_onset, curve, persistent_onset
+from pgrpo.diagnose.modes.signals import Curve, change_onset, curve, missing_reason, persistent_onset
 from pgrpo.diagnose.numerics import _fmt, _pct
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -57,9 +57,8 @@ def concentration(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                   "late_fraction": config.late_fraction}
     entropy = curve(curves, "entropy", config)
     if entropy is None:
-        n = curves.series("entropy")[0].size
-        why = "column 'entropy' missing" if n == 0 else f"only {n} entropy point(s); need {config.modes.min_points}"
-        return not_run(CONCENTRATION, why, ["entropy"] if n == 0 else [], thresholds=thresholds)
+        why, missing = missing_reason(curves, "entropy", config)
+        return not_run(CONCENTRATION, why, missing, thresholds=thresholds)
     early, late = entropy_levels(entropy, config)
     if not early > 0:
         return not_run(CONCENTRATION, f"early entropy {_fmt(early)} is not positive", thresholds=thresholds)

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.diagnose.modes.record import NO_LEARNING, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import curve, max_bias
+from pgrpo.diagnose.modes.signals import curve, max_bias, missing_reason
 from pgrpo.diagnose.numerics import _fit_summary, _fmt, fit_three_phase_curve, least_squares_line
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -57,9 +57,8 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
                   "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
     reward = curve(curves, "reward", config)
     if reward is None:
-        n = curves.series("reward")[0].size
-        why = "column 'reward' missing" if n == 0 else f"only {n} reward point(s); need {config.modes.min_points}"
-        return not_run(NO_LEARNING, why, ["reward"] if n == 0 else [], thresholds=thresholds)
+        why, missing = missing_reason(curves, "reward", config)
+        return not_run(NO_LEARNING, why, missing, thresholds=thresholds)
     numbers = rise_test(reward, cfg.rise_over_noise)
     fit = (fits or {}).get("reward") or fit_three_phase_curve(reward.steps, reward.values)
     numbers["forecast"] = _fit_summary(fit)

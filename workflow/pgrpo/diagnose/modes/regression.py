@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pgrpo.diagnose.modes.record import REGRESSION, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import Curve, change_onset, components, curve, max_bias
+from pgrpo.diagnose.modes.signals import Curve, change_onset, components, curve, max_bias, missing_reason
 from pgrpo.diagnose.numerics import _fmt
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -56,9 +56,8 @@ def regression(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                   "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
     reward = curve(curves, "reward", config)
     if reward is None:
-        n = curves.series("reward")[0].size
-        why = "column 'reward' missing" if n == 0 else f"only {n} reward point(s); need {config.modes.min_points}"
-        return not_run(REGRESSION, why, ["reward"] if n == 0 else [], thresholds=thresholds)
+        why, missing = missing_reason(curves, "reward", config)
+        return not_run(REGRESSION, why, missing, thresholds=thresholds)
     reads = [peak_drop(reward, config)]
     for column in components(curves):
         part = curve(curves, column, config)

@@ -91,6 +91,14 @@ class Curve:
         return _window_mask(self.steps, fraction, late=False)
 
 
+def missing_reason(curves: RunCurves, column: str, config: DiagnosticsConfig) -> tuple[str, list[str]]:
+    """Why :func:`curve` gave no curve for ``column``, and the columns that are missing (for ``not_run``)."""
+    n = curves.series(column)[0].size
+    if n == 0:
+        return f"column '{column}' missing", [column]
+    return f"only {n} {column} point(s); need {config.modes.min_points}", []
+
+
 def curve(curves: RunCurves, column: str, config: DiagnosticsConfig, minimum: int | None = None) -> Curve | None:
     """The :class:`Curve` of ``column``, or None with fewer than ``minimum`` (``modes.min_points``) finite values."""
     if not curves.has(column):
