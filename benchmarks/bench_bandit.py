@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
@@ -21,15 +20,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from pgrpo import bandit  # noqa: E402
 from pgrpo.bandit.settings import DEFAULT_REWARDS  # noqa: E402
-
-
-def _best_of(repeats: int, func) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = func()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+from timing import best_of  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def main() -> None:
@@ -51,7 +42,7 @@ def main() -> None:
     print(f"grid {etas.size} x {k_refs.size} = {cells} cells, {args.steps} steps, |O| = {rewards.size}, "
           f"refresh = {args.refresh}")
     for gradient in bandit.GRADIENTS:
-        vec_time, vec = _best_of(args.repeats, lambda: bandit.simulate(
+        vec_time, vec = best_of(args.repeats, lambda: bandit.simulate(
             rewards, etas[:, None], args.mu, args.beta, k_refs[None, :], args.steps, refresh=args.refresh,
             gradient=gradient))
 
@@ -63,7 +54,7 @@ def main() -> None:
                                                 refresh=args.refresh, gradient=gradient)
             return out
 
-        loop_time, looped = _best_of(1, loop)
+        loop_time, looped = best_of(1, loop)
         max_diff = float(np.max(np.abs(vec - looped)))
         print(f"{gradient:>20s}: vectorised {cell_steps / vec_time:12.3e} cell-steps/s ({vec_time:6.2f} s) | "
               f"per-cell loop {cell_steps / loop_time:12.3e} cell-steps/s ({loop_time:6.2f} s) | "

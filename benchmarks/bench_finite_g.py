@@ -25,15 +25,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from pgrpo.bandit.finite_g import DEFAULT_REWARDS, run_finite_g, simulate_finite_g, simulate_finite_g_loop  # noqa: E402
 from pgrpo.bandit.finite_g_study import GridSettings, analyse_grid, run_grid  # noqa: E402
-
-
-def _best_of(repeats: int, func) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = func()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+from timing import best_of  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 
 def main() -> None:
@@ -63,8 +55,8 @@ def main() -> None:
         vec = functools.partial(simulate_finite_g, *cfg, G, args.replicas, seed=1, **common)
         diag = functools.partial(run_finite_g, *cfg, G, args.replicas, seed=1, **common)
         loop = functools.partial(simulate_finite_g_loop, *cfg, G, args.loop_replicas, seed=1, **common)
-        (t_vec, _), (t_diag, _), (t_loop, looped) = _best_of(args.repeats, vec), _best_of(args.repeats, diag), \
-            _best_of(1, loop)
+        (t_vec, _), (t_diag, _), (t_loop, looped) = best_of(args.repeats, vec), best_of(args.repeats, diag), \
+            best_of(1, loop)
         same = simulate_finite_g(*cfg, G, args.loop_replicas, seed=1, **common)
         loop_rate = args.loop_replicas * args.steps / t_loop
         print(f"{G:5d} | {work / t_vec:12.3e} | {work / t_diag:12.3e} | {loop_rate:12.3e} | "
