@@ -13,15 +13,15 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: setup run dry-run test test-fast test-slow test-slurm test-vllm lint bench bench-dryrun diagnose-benchmark report readme clean
+.PHONY: constraints setup run dry-run test test-fast test-slow test-slurm test-vllm lint bench bench-dryrun diagnose-benchmark report readme clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt "torch==2.13.0"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $@
 
 # the local profile (profiles/local); a cluster run is `snakemake --profile slurm` alone (README, "On a cluster")
@@ -74,6 +74,11 @@ diagnose-benchmark: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/diagnose/run_benchmark.py --out results/diagnose_benchmark
 bench-dryrun: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/bench_dryrun.py
+
+# constraints.txt from this .venv, after an upgrade that passes make test
+constraints: setup
+	{ sed -n '1,3p' constraints.txt; $(BIN)/pip freeze --exclude-editable | sed 's/^torch==2.13.0+cpu/torch==2.13.0/'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf results logs .snakemake
