@@ -312,3 +312,56 @@ def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_sp
     assert len(real) == 1 and real[0].split == "holdout" and real[0].context.reward_range == (0.0, 1.0)
     assert real[0].provenance["source"]["license"] == "MIT"
     assert real_corpus(tmp_path / "absent") == []
+
+
+# --- the level guard: a handful of points, the smoothed end level, a failed baseline --------------------------------
+
+
+def test_too_few_points_carry_the_end_level_forward_with_the_mixtures_spread():
+    """Four eval points of a rise (0, 25, 50, 75; the workflow's eval column at f = 0.25): only the flat law fits, and
+    its mean (0.3175) lags; the guard centres on the last point (persistence's last 10% of 4 points is 1 point)."""
+    t = np.array([0.0, 25.0, 50.0, 75.0])
+    y = np.array([0.24, 0.24, 0.36, 0.43])
+    steps = np.arange(100.0, 301.0, 25.0)
+    context = RunContext(reward_range=(0.0, 1.0))
+    raw = forecast_early_window(t, y, steps, context, ForecasterSettings(guard="off", flat_level="mean"))
+    guarded = forecast_early_window(t, y, steps, context)
+    assert np.allclose(raw.mean, np.mean(y))  # the flat law alone: the window's mean
+    assert np.allclose(guarded.mean, 0.43)
+    assert guarded.details["guard"]["law_weight"] == 0.0 and "too few" in guarded.details["guard"]["reason"]
+    # the spread is the mixture's (same settings, guard off), moved with the centre (no clip: far from 0 and 1)
+    mixture = forecast_early_window(t, y, steps, context, ForecasterSettings(guard="off"))
+    assert np.allclose(guarded.intervals["hi80"] - guarded.intervals["lo80"],
+                       mixture.intervals["hi80"] - mixture.intervals["lo80"], atol=1e-9)
+
+
+def test_the_smoothed_level_is_the_mean_of_flat_noise_and_the_new_level_after_a_step():
+    from pgrpo.fit.level_guard import smoothed_level
+
+    level, sd, alpha = smoothed_level(np.full(20, 0.5))  # no error for any alpha: the first (0.02), level exact
+    assert level == pytest.approx(0.5) and sd == pytest.approx(0.0) and alpha == pytest.approx(0.02)
+    rng = np.random.default_rng(21)
+    noise = 0.4 + rng.normal(0, 0.05, 400)
+    level, sd, alpha = smoothed_level(noise)
+    assert alpha <= 0.1 and abs(level - 0.4) < 3 * 0.05 * math.sqrt(alpha / (2 - alpha)) + 0.01
+    step = np.concatenate([np.full(30, 0.2), np.full(30, 0.8)]) + rng.normal(0, 0.01, 60)
+    level, _, alpha = smoothed_level(step)
+    assert abs(level - 0.8) < 0.02 and alpha > 0.5
+    # the recursion by hand for y = (0, 1, 1): alpha = 1 makes errors (1, 0), the least SSE; level 1
+    assert smoothed_level(np.array([0.0, 1.0, 1.0]))[0] == pytest.approx(1.0)
+
+
+def test_a_baseline_whose_fit_fails_is_scored_as_persistence():
+    from pgrpo.fit.baselines import Predictive
+    from pgrpo.fit.benchmark import baseline_method
+
+    def failing(curve, t, y, steps, context):
+        nan = np.full(steps.size, np.nan)
+        return Predictive("sigmoid", steps, nan, {}, nan[None, :], nan[None, :], nan, float("nan"), success=False)
+
+    t = np.arange(0, 81, dtype=float)
+    curve = Curve("c", "real", "dev", "reward", t, 0.3 + 0.01 * np.sin(t), context=RunContext())
+    rows = run_protocol([curve], {"persistence": baseline_method("persistence"), "sigmoid": failing}, [0.25])
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["sigmoid"]["fell_back_to_persistence"] is True
+    assert by_method["sigmoid"]["rmse"] == pytest.approx(by_method["persistence"]["rmse"])

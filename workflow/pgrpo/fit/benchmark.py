@@ -2,7 +2,9 @@
 of a corpus at a fraction ``f`` of its steps, forecast the rest with every method, and score the forecast on the
 held-out logged values.
 
-Scores per curve and method: held-out RMSE (and its ratio to persistence's), the plateau error against the mean of
+Scores per curve and method: held-out RMSE (and its ratio to persistence's; beside it the noise floor, the
+held-out values' own noise s.d. from their first differences over persistence's RMSE, below which no forecast's
+expected RMSE can go), the plateau error against the mean of
 the last 10% of the curve, the time-to-90% error (as a share of the run; only where the curve changes by more than
 three standard errors of its end means), the coverage of the 80% and 95% intervals, the 80% interval score and the
 CRPS (both also as ratios to persistence's). Summaries: the median of each ratio and the mean coverage per corpus
@@ -165,6 +167,10 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
         "persistence_crps": crps_from_samples(persistence.value_draws, y_held),
     })
     row["rmse_ratio"] = row["rmse"] / row["persistence_rmse"] if row["persistence_rmse"] > 0 else float("nan")
+    # what no forecast of the logged values can beat: their own noise (E RMSE^2 >= sigma^2), over persistence's RMSE
+    held_noise = robust_noise_sd(y_held)
+    row["noise_floor_ratio"] = (held_noise / row["persistence_rmse"]
+                                if row["persistence_rmse"] > 0 and math.isfinite(held_noise) else float("nan"))
     row["interval_score_ratio"] = (row["interval_score80"] / row["persistence_interval_score80"]
                                    if row["persistence_interval_score80"] > 0 else float("nan"))
     row["crps_ratio"] = row["crps"] / row["persistence_crps"] if row["persistence_crps"] > 0 else float("nan")
@@ -179,7 +185,8 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
 def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractions: Sequence[float] = FRACTIONS,
                  progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Every (curve, fraction, method) scored; curves with too few early or held-out points are skipped (a row
-    with ``success = False`` and a message)."""
+    with ``success = False`` and a message); a baseline whose fit fails is scored as persistence (what its user
+    falls back to; ``fell_back_to_persistence`` says where), so every method is scored on every curve."""
     by_group: dict[str, list[Curve]] = {}
     for curve in corpus:
         if curve.group:
@@ -199,8 +206,13 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
             naive = baseline_forecast("persistence", t, y, steps)
             for name, method in methods.items():
                 prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
+                fell_back = not prediction.success and name in BASELINES
+                if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
+                    prediction = baseline_forecast("persistence", t, y, steps)
                 prediction.method = name
-                rows.append(score_curve(curve, fraction, prediction, naive))
+                row = score_curve(curve, fraction, prediction, naive)
+                row["fell_back_to_persistence"] = fell_back
+                rows.append(row)
         if progress:
             progress(curve.id)
     return rows
@@ -238,7 +250,8 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(values[np.searchsorted(cum, 0.5)])
 
 
-SUMMARY_FIELDS = ("rmse_ratio", "ratio_to_best_baseline", "coverage80", "coverage95", "interval_score_ratio",
+SUMMARY_FIELDS = ("rmse_ratio", "noise_floor_ratio", "ratio_to_best_baseline", "coverage80", "coverage95",
+                  "interval_score_ratio",
                   "crps_ratio", "plateau_abs_error_noise", "t90_abs_error_share")
 
 
@@ -296,6 +309,7 @@ def _summarize_scope(part: str, split: str, fraction: float, group: Sequence[Map
             "part": part, "split": split, "fraction": fraction, "method": m, "curves": len({r["curve"] for r in rs}),
             "best_baseline": best,
             "rmse_ratio": ratio_median[m],
+            "noise_floor_ratio": wmed("noise_floor_ratio"),
             "ratio_to_best_baseline": _weighted_median(to_best, w),
             "coverage80": wmean("coverage80"), "coverage95": wmean("coverage95"),
             "interval_score_ratio": wmed("interval_score_ratio"), "crps_ratio": wmed("crps_ratio"),

@@ -33,6 +33,7 @@ import numpy as np
 
 from pgrpo.fit.baselines import Predictive, baseline_forecast
 from pgrpo.fit.deviation import fit_deviation
+from pgrpo.fit.level_guard import guard_weight, recentre, smoothed_level
 from pgrpo.fit.intervals import (
     LEVELS,
     binomial_noise_sd,
@@ -86,7 +87,10 @@ class ForecasterSettings:
     (Prop. 10); ``eval_column``: fit the eval column with the same shape; ``deviation``: forecast the run's own
     deviation from the mean trajectory (:mod:`pgrpo.fit.deviation`); ``drift``: the drift's s.d. at ``h = W`` in
     units of the residual s.d.; ``recency``: weight of the last point against the first (exponential in time, 1 = equal
-    weights).
+    weights); ``guard``: the carried-forward level alone below ``min_law_points`` early points (``points``), also
+    combined with the mixture by a backtest (``blend``, ``switch``), or never (``off``; :mod:`pgrpo.fit.level_guard`);
+    ``flat_level``: the flat law's level ahead, the window's mean (``mean``) or its exponentially smoothed end level
+    (``smoothed``).
     """
 
     laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE)
@@ -105,6 +109,9 @@ class ForecasterSettings:
     recency: float = 1.0
     draws: int = 400
     seed: int = 0
+    guard: str = "points"
+    min_law_points: int = 8
+    flat_level: str = "smoothed"
 
     def replace(self, **changes: Any) -> "ForecasterSettings":
         return dataclasses.replace(self, **changes)
@@ -272,6 +279,8 @@ class LawFit:
     k: int
     cov: np.ndarray | None = None
     aicc: float = float("nan")
+    future_level: float | None = None  # the flat law's level ahead (smoothed end level) when not the window's mean
+    future_level_sd: float = 0.0
 
     @property
     def best(self) -> int:
@@ -380,6 +389,29 @@ def forecast_early_window(t: Sequence[float], y: Sequence[float], steps: Sequenc
                           context: RunContext | None = None,
                           settings: ForecasterSettings = ForecasterSettings()) -> Predictive:
     """Forecast the logged values at ``steps`` from the early window ``(t, y)``: the Akaike mixture of the laws
+    (:func:`law_mixture_forecast`), its centre combined with the carried-forward level by the guard of
+    :mod:`pgrpo.fit.level_guard` (``settings.guard``; ``"off"``: the mixture alone)."""
+    context = context or RunContext()
+    prediction = law_mixture_forecast(t, y, steps, context, settings)
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    if settings.guard == "off" or t.size < 3:
+        return prediction
+    seen = dataclasses.replace(context, siblings=[], eval_series=None)
+    quick = settings.replace(draws=60)
+
+    def mixture(ta: np.ndarray, ya: np.ndarray, sa: np.ndarray) -> Predictive:
+        return law_mixture_forecast(ta, ya, sa, seen, quick)
+
+    weight = guard_weight(t, y, mixture, settings.guard, settings.min_law_points)
+    return recentre(prediction, t, y, weight, context.reward_range)
+
+
+def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence[float],
+                         context: RunContext | None = None,
+                         settings: ForecasterSettings = ForecasterSettings()) -> Predictive:
+    """Forecast the logged values at ``steps`` from the early window ``(t, y)``: the Akaike mixture of the laws
     fitted there, its parameter band, the resampled noise and the drift (see the module docstring)."""
     context = context or RunContext()
     t, y, steps = np.asarray(t, float), np.asarray(y, float), np.asarray(steps, float)
@@ -431,6 +463,11 @@ def forecast_early_window(t: Sequence[float], y: Sequence[float], steps: Sequenc
         if primary_t.size <= grid.k:
             continue
         fits.append(fit_on_grid(law, grid, series, bounds, settings.criterion == "aicc"))
+        if law == FLAT and settings.flat_level == "smoothed":
+            level, level_sd, _ = smoothed_level(y)
+            if math.isfinite(level):
+                fits[-1].future_level = float(np.clip(level, *bounds)) if bounds is not None else level
+                fits[-1].future_level_sd = level_sd if math.isfinite(level_sd) else 0.0
     if not fits:
         return baseline_forecast("persistence", t, y, steps)
     aicc = np.array([f.aicc for f in fits])
@@ -454,7 +491,7 @@ def forecast_early_window(t: Sequence[float], y: Sequence[float], steps: Sequenc
     fitted_draws = np.vstack(fitted_draws)
     fitted = np.mean(fitted_draws, axis=0)
     # the point forecast: the mixture of the laws' best fits
-    best_future = sum(w * _curve(f, f.best, steps) for f, w in zip(fits, weights))
+    best_future = sum(w * _curve(f, f.best, steps, future=True) for f, w in zip(fits, weights))
     best_fitted = sum(w * _curve(f, f.best, t) for f, w in zip(fits, weights))
     if settings.center == "draws":
         best_future = np.mean(mean_draws, axis=0)
@@ -543,7 +580,9 @@ def _nothing(steps: np.ndarray) -> Predictive:
                       float("nan"), success=False, message="no finite point in the early window")
 
 
-def _curve(fit: LawFit, i: int, t: np.ndarray) -> np.ndarray:
+def _curve(fit: LawFit, i: int, t: np.ndarray, future: bool = False) -> np.ndarray:
+    if future and fit.future_level is not None:
+        return np.full(np.asarray(t).size, fit.future_level)
     d = ShapeGrid(fit.law, [fit.grid.shapes[i]], fit.grid.k).deficits(t)[0]
     return fit.rinf[i] - (fit.rinf[i] - fit.r0[i]) * d
 
@@ -567,6 +606,11 @@ def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds
         sd = math.sqrt(scale / max(math.exp(fit.logdet[i]), 1e-300)) if fit.law == FLAT else None
         if fit.law == FLAT:
             r0 = ri = r0 + sd * rng.standard_normal()
+            if fit.future_level is not None:
+                level = fit.future_level + fit.future_level_sd * rng.standard_normal()
+                out_future[j] = float(np.clip(level, *bounds)) if bounds is not None else level
+                out_early[j] = float(np.clip(r0, *bounds)) if bounds is not None else r0
+                continue
         else:
             r0, ri = _amplitude_draw(fit, i, r0, ri, scale, rng)
         if bounds is not None:

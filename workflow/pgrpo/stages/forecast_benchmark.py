@@ -253,6 +253,10 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
                             else (*default.laws, "two_mode")),
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
             default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
+        **{f"forecaster: guard {mode}" if mode != "off" else "forecaster: - level guard (the law mixture alone)":
+           default.replace(guard=mode) for mode in ("off", "points", "blend", "switch") if mode != default.guard},
+        name(default.flat_level == "smoothed", "flat law at the smoothed end level", "flat law at the window's mean"):
+            default.replace(flat_level="mean" if default.flat_level == "smoothed" else "smoothed"),
     }
 
 

@@ -15,6 +15,7 @@ TARGET_FRACTION = 0.25
 TARGET_PERSISTENCE, TARGET_BEST_BASELINE, TARGET_COVERAGE = 0.85, 0.90, (0.70, 0.90)
 
 _COLUMNS = (("curves", "curves", 0), ("rmse_ratio", "RMSE / persistence", 3),
+            ("noise_floor_ratio", "noise floor / pers.", 3),
             ("ratio_to_best_baseline", "RMSE / best baseline", 3), ("coverage80", "80% cover", 2),
             ("coverage95", "95% cover", 2), ("interval_score_ratio", "interval score / pers.", 3),
             ("crps_ratio", "CRPS / pers.", 3), ("plateau_abs_error_noise", "plateau abs err / noise sd", 2),
@@ -49,7 +50,8 @@ def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaste
         lo, hi = TARGET_COVERAGE
         checks = [
             (r["rmse_ratio"] <= TARGET_PERSISTENCE, f"RMSE {_f(r['rmse_ratio'], 3)} x persistence "
-                                                    f"(target <= {TARGET_PERSISTENCE})"),
+                                                    f"(target <= {TARGET_PERSISTENCE}; the held-out noise alone is "
+                                                    f"{_f(r.get('noise_floor_ratio'), 3)} x)"),
             (r["ratio_to_best_baseline"] <= TARGET_BEST_BASELINE,
              f"{_f(r['ratio_to_best_baseline'], 3)} x the best baseline, {r['best_baseline']} "
              f"(target <= {TARGET_BEST_BASELINE})"),
@@ -73,7 +75,10 @@ def benchmark_markdown(summary: Sequence[Mapping[str, Any]], lever_summary: Sequ
           "the last 10% of the curve in units of the early window's noise s.d., and the time-to-90% error as a "
           "share of the run (only where the curve changes by more than three standard errors). `dev`: methods and "
           "levers were chosen on it; `holdout`: reported only. `overall`: every part weighted equally. "
-          "`oracle (tail mean)` is no method: the held-out values' own mean, the floor any constant forecast has.",
+          "`oracle (tail mean)` is no method: the held-out values' own mean, the floor any constant forecast has. "
+          "`noise floor / pers.`: the held-out values' own noise s.d. (from their first differences) over "
+          "persistence's RMSE, the median over the cell's curves: no forecast's expected RMSE is below the noise, "
+          "so a target under this number cannot be met on that cell by any method.",
           "", f"Corpus parts present: {', '.join(parts)}.", ""]
     md += [f"- {note}" for note in notes]
     md += ["", f"## Verdict at f = {TARGET_FRACTION}", ""] + verdict_lines(summary) + [""]
