@@ -379,9 +379,9 @@ def test_workflow_diagnostics_gain_the_modes(tmp_path):
 
 
 def test_run_curves_of_a_hand_frame_can_be_diagnosed_directly():
-    from pgrpo.diagnose.report import _diagnose_curves
+    from pgrpo.diagnose.report import diagnose_curves
 
     steps = np.arange(1, 61)
     frame = pd.DataFrame({"step": steps, "reward": 0.5 + 0 * steps})
-    report = _diagnose_curves(RunCurves("m", None, frame, "hand"), diagnostics_config(None))
+    report = diagnose_curves(RunCurves("m", None, frame, "hand"), diagnostics_config(None))
     assert report.verdicts.modes["no_learning"].flagged is True

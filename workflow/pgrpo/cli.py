@@ -302,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table1-summary", help="results/tables/table1_summary.csv")
     p.add_argument("--fits", nargs="*", default=[], help="results/fit/{model}/fits.json")
     p.add_argument("--diagnostics", help="results/diagnostics/verdicts.json")
+    p.add_argument("--forecast-benchmark", help="results/forecast/benchmark.csv")
     p.add_argument("--benchmarks-dir", help="results/benchmarks (Snakemake's job times)")
     p.add_argument("--md", required=True, help="the block, markers included (results/readme/summary.md)")
     p.add_argument("--json", required=True, help="the facts (results/readme/numbers.json)")
@@ -578,7 +579,7 @@ def _readme(args):
             out_md=args.md, out_json=args.json, symbolic_json=args.symbolic, calibration_json=args.calibration,
             bandit_verdict_md=args.bandit_verdict, model_dirs=args.models, logs=args.logs, eval_jsons=args.evals,
             table1_summary_csv=args.table1_summary, fits_jsons=args.fits, diagnostics_json=args.diagnostics,
-            benchmarks_dir=args.benchmarks_dir)
+            benchmarks_dir=args.benchmarks_dir, forecast_benchmark_csv=args.forecast_benchmark)
         for item in facts["missing"]:
             print(f"pgrpo readme numbers: not in the results: {item}", file=sys.stderr)
     elif args.readme_verb == "update":

@@ -304,6 +304,7 @@ def readme_inputs(wildcards):
             spec["path"] for spec in config["models"].values() if spec.get("build_tiny")
         ],
         "logs": [f"{run_dir(m, G, s)}/log.csv" for m, G, s in runs()],
+        "forecast_benchmark": "results/forecast/benchmark.csv",
     }
     if runs():
         inputs["fits"] = [f"results/fit/{m}/fits.json" for m in config["models"]]

@@ -12,7 +12,7 @@
 """
 
 from pgrpo.bandit.exact import *  # noqa: F401,F403
-from pgrpo.bandit.exact import _STD_FLOOR, _check_choice  # noqa: F401
+from pgrpo.bandit.exact import STD_FLOOR, check_choice  # noqa: F401
 from pgrpo.bandit.fixed_points import *  # noqa: F401,F403
 from pgrpo.bandit.regimes import *  # noqa: F401,F403
 from pgrpo.bandit.finite_g import run_finite_g, simulate_finite_g  # noqa: F401,E402

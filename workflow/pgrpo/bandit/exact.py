@@ -67,7 +67,7 @@ REFRESHES: tuple[str, ...] = ("sliding", "periodic")
 GRADIENTS: tuple[str, ...] = ("importance_weighted", "stale")
 
 
-_STD_FLOOR = 1e-300  # below this the advantage is the indeterminate 0/0 and is set to 0 (all rewards equal)
+STD_FLOOR = 1e-300  # below this the advantage is the indeterminate 0/0 and is set to 0 (all rewards equal)
 
 
 # Policy, advantage, objective and its gradient (single points or batches: the completion axis is the last one)
@@ -100,8 +100,8 @@ def advantage(pi: np.ndarray, rewards: np.ndarray) -> np.ndarray:
     mean = (pi * rewards).sum(axis=-1, keepdims=True)
     centred = rewards - mean
     std = np.sqrt((pi * centred**2).sum(axis=-1, keepdims=True))
-    safe = np.where(std > _STD_FLOOR, std, 1.0)
-    return np.where(std > _STD_FLOOR, centred / safe, 0.0)
+    safe = np.where(std > STD_FLOOR, std, 1.0)
+    return np.where(std > STD_FLOOR, centred / safe, 0.0)
 
 
 def kl_to_uniform(theta: np.ndarray) -> np.ndarray:
@@ -133,7 +133,7 @@ def objective_gradient(theta: np.ndarray, theta_old: np.ndarray, rewards: np.nda
     For ``importance_weighted`` this is exactly ``grad_theta J(theta; theta_old)``; for ``stale`` the reward part is
     ``grad_theta J`` evaluated at ``theta = theta_old`` (Lemma 2), the KL part at ``theta``.
     """
-    _check_choice("gradient", gradient, GRADIENTS)
+    check_choice("gradient", gradient, GRADIENTS)
     log_pi = log_softmax(theta)
     pi = np.exp(log_pi)
     pi_old = softmax(theta_old)
@@ -155,7 +155,7 @@ class BanditRun:
     theta_spread: np.ndarray
 
 
-def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
+def check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
 
@@ -168,8 +168,8 @@ def run(rewards: Sequence[float] | np.ndarray, eta, mu, beta, k_ref, steps: int,
     step updates every cell. See the module docstring for the model.
     """
     r = as_rewards(rewards)
-    _check_choice("refresh", refresh, REFRESHES)
-    _check_choice("gradient", gradient, GRADIENTS)
+    check_choice("refresh", refresh, REFRESHES)
+    check_choice("gradient", gradient, GRADIENTS)
     steps = int(steps)
     if steps < 0:
         raise ValueError("steps must be >= 0")
@@ -215,7 +215,7 @@ def run(rewards: Sequence[float] | np.ndarray, eta, mu, beta, k_ref, steps: int,
         p_hist[k] = p_now
         centred = r_col - p_now
         std = np.sqrt((pi * centred * centred).sum(axis=0))
-        inv_std = np.divide(1.0, std, out=np.zeros_like(std), where=std > _STD_FLOOR)
+        inv_std = np.divide(1.0, std, out=np.zeros_like(std), where=std > STD_FLOOR)
         own = centred * inv_std
         if not importance:
             own *= pi

@@ -118,7 +118,7 @@ class BanditSettings:
     sensitivity: SensitivitySettings
 
 
-def _merged(defaults: Mapping, given: Mapping | None, path: str) -> dict:
+def merged(defaults: Mapping, given: Mapping | None, path: str) -> dict:
     if given is None:
         given = {}
     if not isinstance(given, Mapping):
@@ -157,7 +157,7 @@ def _window(value: Any, key: str) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _choice(value: Any, key: str, allowed: Sequence[str]) -> str:
+def choice(value: Any, key: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise InputError(f"config key '{key}' must be one of {list(allowed)}, got {value!r}")
     return str(value)
@@ -165,11 +165,11 @@ def _choice(value: Any, key: str, allowed: Sequence[str]) -> str:
 
 def bandit_settings(bandit_cfg: Mapping | None) -> BanditSettings:
     """Validate the ``bandit:`` config section (defaults filled in); raise :class:`InputError` naming the key."""
-    cfg = _merged(DEFAULTS, bandit_cfg, "bandit")
+    cfg = merged(DEFAULTS, bandit_cfg, "bandit")
     rewards = _rewards(cfg["rewards"], "bandit.rewards")
     beta = float(_number(cfg["beta"], "bandit.beta", low=0.0, low_open=True))
 
-    c = _merged(DEFAULTS["calibration"], cfg["calibration"], "bandit.calibration")
+    c = merged(DEFAULTS["calibration"], cfg["calibration"], "bandit.calibration")
     windows = c["report_windows"]
     if not isinstance(windows, (list, tuple)) or not windows:
         raise InputError("config key 'bandit.calibration.report_windows' must be a non-empty list of [from, to]")
@@ -177,12 +177,12 @@ def bandit_settings(bandit_cfg: Mapping | None) -> BanditSettings:
         eta=float(_number(c["eta"], "bandit.calibration.eta", low=0.0, low_open=True)),
         steps=int(_number(c["steps"], "bandit.calibration.steps", low=10, integer=True)),
         window=_window(c["window"], "bandit.calibration.window"),
-        refresh=_choice(c["refresh"], "bandit.calibration.refresh", bandit.REFRESHES),
-        gradient=_choice(c["gradient"], "bandit.calibration.gradient", bandit.GRADIENTS),
+        refresh=choice(c["refresh"], "bandit.calibration.refresh", bandit.REFRESHES),
+        gradient=choice(c["gradient"], "bandit.calibration.gradient", bandit.GRADIENTS),
         report_windows=tuple(_window(w, f"bandit.calibration.report_windows[{i}]") for i, w in enumerate(windows)),
     )
 
-    k = _merged(DEFAULTS["classification"], cfg["classification"], "bandit.classification")
+    k = merged(DEFAULTS["classification"], cfg["classification"], "bandit.classification")
     classification = ClassificationSettings(
         tolerance=float(_number(k["tolerance"], "bandit.classification.tolerance", low=0.0, high=1.0,
                                 low_open=True, high_open=True)),
@@ -192,7 +192,7 @@ def bandit_settings(bandit_cfg: Mapping | None) -> BanditSettings:
                                       high=1.0, low_open=True)),
     )
 
-    s = _merged(DEFAULTS["sweep"], cfg["sweep"], "bandit.sweep")
+    s = merged(DEFAULTS["sweep"], cfg["sweep"], "bandit.sweep")
     k_refs = s["k_refs"]
     if not isinstance(k_refs, (list, tuple)) or not k_refs:
         raise InputError("config key 'bandit.sweep.k_refs' must be a non-empty list of integers >= 1")
@@ -205,9 +205,9 @@ def bandit_settings(bandit_cfg: Mapping | None) -> BanditSettings:
         dense_k_ref_max=int(_number(s["dense_k_ref_max"], "bandit.sweep.dense_k_ref_max", low=1, integer=True)),
     )
 
-    m = _merged(DEFAULTS["regime_map"], cfg["regime_map"], "bandit.regime_map")
-    e = _merged(DEFAULTS["regime_map"]["etas"], m["etas"], "bandit.regime_map.etas")
-    kr = _merged(DEFAULTS["regime_map"]["k_refs"], m["k_refs"], "bandit.regime_map.k_refs")
+    m = merged(DEFAULTS["regime_map"], cfg["regime_map"], "bandit.regime_map")
+    e = merged(DEFAULTS["regime_map"]["etas"], m["etas"], "bandit.regime_map.etas")
+    kr = merged(DEFAULTS["regime_map"]["k_refs"], m["k_refs"], "bandit.regime_map.k_refs")
     eta_min = _number(e["min"], "bandit.regime_map.etas.min", low=0.0, low_open=True)
     eta_max = _number(e["max"], "bandit.regime_map.etas.max", low=eta_min, low_open=True)
     eta_n = _number(e["n"], "bandit.regime_map.etas.n", low=2, integer=True)
@@ -226,13 +226,13 @@ def bandit_settings(bandit_cfg: Mapping | None) -> BanditSettings:
         raise InputError("config key 'bandit.readings' must be a non-empty list of {refresh, gradient}")
     parsed = []
     for i, item in enumerate(readings):
-        item = _merged({"refresh": None, "gradient": None}, item, f"bandit.readings[{i}]")
-        parsed.append(Reading(_choice(item["refresh"], f"bandit.readings[{i}].refresh", bandit.REFRESHES),
-                              _choice(item["gradient"], f"bandit.readings[{i}].gradient", bandit.GRADIENTS)))
+        item = merged({"refresh": None, "gradient": None}, item, f"bandit.readings[{i}]")
+        parsed.append(Reading(choice(item["refresh"], f"bandit.readings[{i}].refresh", bandit.REFRESHES),
+                              choice(item["gradient"], f"bandit.readings[{i}].gradient", bandit.GRADIENTS)))
     if len(set(parsed)) != len(parsed):
         raise InputError("config key 'bandit.readings' lists the same reading twice")
 
-    v = _merged(DEFAULTS["sensitivity"], cfg["sensitivity"], "bandit.sensitivity")
+    v = merged(DEFAULTS["sensitivity"], cfg["sensitivity"], "bandit.sensitivity")
     shapes = v["rewards"]
     if not isinstance(shapes, (list, tuple)):
         raise InputError("config key 'bandit.sensitivity.rewards' must be a list of reward vectors (may be empty)")

@@ -151,7 +151,7 @@ def judge(reading: Reading, frame: pd.DataFrame, sweep: pd.DataFrame, table: pd.
         grade = "partly"
     else:
         grade = "not"
-    runs = _label_runs(sw["k_ref"].to_numpy(), labels)
+    runs = label_runs(sw["k_ref"].to_numpy(), labels)
     verdicts.append(ClaimVerdict(
         "cascade", "monotone -> overshoot -> oscillation cascade", reading.name, grade,
         f"Fig. 6 sweep (K_ref 1..{int(sw.k_ref.max())}): {runs}; ordered={sweep_ordered}, all three={sweep_all}; "
@@ -228,7 +228,7 @@ def judge(reading: Reading, frame: pd.DataFrame, sweep: pd.DataFrame, table: pd.
     return verdicts
 
 
-def _label_runs(k_refs: np.ndarray, labels: Sequence[str]) -> str:
+def label_runs(k_refs: np.ndarray, labels: Sequence[str]) -> str:
     """``monotone 1-3, overshoot 4-6, ...``: the labels along K_ref as contiguous runs."""
     parts = []
     start = 0
@@ -240,7 +240,7 @@ def _label_runs(k_refs: np.ndarray, labels: Sequence[str]) -> str:
     return ", ".join(parts)
 
 
-def _view_table(table: pd.DataFrame, readings: Sequence[Reading]) -> pd.DataFrame:
+def view_table(table: pd.DataFrame, readings: Sequence[Reading]) -> pd.DataFrame:
     """The human-facing columns: eta, threshold, zeta=1, and per reading the exit K_ref and its ratio."""
     view = table[["eta", "threshold_k_ref", "zeta1_k_ref"]].copy()
     view.columns = ["eta", "(1-mu)/(K eta)", "zeta=1 K_ref"]

@@ -29,7 +29,7 @@ COLUMN_ALIASES: dict[str, str] = {
 }
 
 
-def _frame_from_aggregate(frame: pd.DataFrame) -> pd.DataFrame:
+def frame_from_aggregate(frame: pd.DataFrame) -> pd.DataFrame:
     """``<col>_mean`` -> ``<col>``, ``<col>_sd`` kept, ``<col>_n`` dropped."""
     out = {"step": pd.to_numeric(frame["step"], errors="coerce")}
     for column in frame.columns:
@@ -45,7 +45,7 @@ def apply_aliases(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     CSV's ``<col>_mean`` becomes ``<col>``. Returns the frame and ``{name: source column}``."""
     sources = {c: c for c in frame.columns}
     if "reward" not in frame.columns and "reward_mean" in frame.columns:
-        frame = _frame_from_aggregate(frame)
+        frame = frame_from_aggregate(frame)
         sources = {c: f"{c}_mean" for c in frame.columns}
     renames = {}
     for alias, name in COLUMN_ALIASES.items():

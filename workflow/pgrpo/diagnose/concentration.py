@@ -10,13 +10,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.diagnose.numerics import (
-    _fit_summary,
-    _fmt,
-    _pct,
-    _smooth,
     early_late_levels,
+    fit_summary,
     fit_three_phase_curve,
+    fmt,
+    pct,
     saturation_step,
+    smooth,
 )
 from pgrpo.diagnose.records import (
     BENIGN_SHIFT,
@@ -60,9 +60,9 @@ def policy_concentration(curves: RunCurves, config: DiagnosticsConfig | None = N
     series: dict[str, Any] = {"entropy_steps": steps, "entropy_progress": curves.progress(steps),
                               "entropy": entropy, "entropy_sd": entropy_sd}
     if not math.isfinite(change):
-        return result(INCONCLUSIVE, f"early entropy {_fmt(early)} is not positive", numbers=numbers, series=series)
+        return result(INCONCLUSIVE, f"early entropy {fmt(early)} is not positive", numbers=numbers, series=series)
     dropped = change <= -cfg.entropy_drop_min
-    entropy_text = (f"entropy {_fmt(early)} -> {_fmt(late)} ({_pct(change)}; concentration at "
+    entropy_text = (f"entropy {fmt(early)} -> {fmt(late)} ({pct(change)}; concentration at "
                     f"<= -{cfg.entropy_drop_min:.0%})")
     kl_rising = None
     kl_text = "KL not logged"
@@ -73,7 +73,7 @@ def policy_concentration(curves: RunCurves, config: DiagnosticsConfig | None = N
         numbers.update({"kl_early": kl_early, "kl_late": kl_late, "kl_rise": kl_late - kl_early})
         series.update({"kl_steps": k_steps, "kl_progress": curves.progress(k_steps), "kl": kl, "kl_sd": kl_sd})
         trend = "rising" if kl_rising else "flat"
-        kl_text = f"KL {_fmt(kl_early)} -> {_fmt(kl_late)} ({trend} at >= {cfg.kl_rise_min:g})"
+        kl_text = f"KL {fmt(kl_early)} -> {fmt(kl_late)} ({trend} at >= {cfg.kl_rise_min:g})"
     else:
         missing.append("kl")
     numbers["kl_rising"] = kl_rising
@@ -82,10 +82,10 @@ def policy_concentration(curves: RunCurves, config: DiagnosticsConfig | None = N
         return result(verdict, f"{entropy_text}; {kl_text}", numbers=numbers, series=series, missing=missing)
 
     threshold = early * (1 - cfg.entropy_drop_min)
-    below = np.nonzero(_smooth(entropy, config.smoothing) <= threshold)[0]
+    below = np.nonzero(smooth(entropy, config.smoothing) <= threshold)[0]
     drop_step = float(steps[below[0]]) if below.size else float(steps[-1])
     numbers.update({"entropy_drop_step": drop_step, "entropy_drop_progress": float(curves.progress(drop_step))})
-    drop_text = (f"entropy reached -{cfg.entropy_drop_min:.0%} at step {_fmt(drop_step)} "
+    drop_text = (f"entropy reached -{cfg.entropy_drop_min:.0%} at step {fmt(drop_step)} "
                  f"({curves.progress(drop_step):.0%})")
     if kl_rising is False:
         kl_text += ", entropy fell without a KL rise"
@@ -94,7 +94,7 @@ def policy_concentration(curves: RunCurves, config: DiagnosticsConfig | None = N
         fit = fit_three_phase_curve(*curves.series("reward")[:2])
     t_sat = saturation_step(fit, cfg.saturation_fraction)
     numbers.update({"saturation_step": t_sat, "saturation_progress": float(curves.progress(t_sat)),
-                    "saturation_fraction": cfg.saturation_fraction, "reward_fit": _fit_summary(fit)})
+                    "saturation_fraction": cfg.saturation_fraction, "reward_fit": fit_summary(fit)})
     if not math.isfinite(t_sat):
         why = "'reward' missing" if not curves.has("reward") else f"reward fit: {getattr(fit, 'message', 'no fit')}"
         if not curves.has("reward"):
@@ -102,7 +102,7 @@ def policy_concentration(curves: RunCurves, config: DiagnosticsConfig | None = N
         return result(CONCENTRATION_UNTIMED, f"{entropy_text}; {kl_text}; {drop_text}; saturation unknown ({why})",
                       numbers=numbers, series=series, missing=missing)
     beyond = " (after the run's last step: the reward had not saturated)" if t_sat > curves.last_step else ""
-    sat_text = f"reward reached {cfg.saturation_fraction:.0%} of its fitted rise at step {_fmt(t_sat)}{beyond}"
+    sat_text = f"reward reached {cfg.saturation_fraction:.0%} of its fitted rise at step {fmt(t_sat)}{beyond}"
     verdict = CONCENTRATION_BEFORE if drop_step < t_sat else CONCENTRATION_AFTER
     numbers["drop_precedes_saturation"] = drop_step < t_sat
     return result(verdict, f"{entropy_text}; {kl_text}; {drop_text}; {sat_text}", numbers=numbers, series=series,

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pgrpo.diagnose.numerics import _fit_noise, _fit_summary, _fmt, _smooth, fit_three_phase_curve, least_squares_line
+from pgrpo.diagnose.numerics import fit_noise, fit_summary, fit_three_phase_curve, fmt, least_squares_line, smooth
 from pgrpo.diagnose.records import (
     CO_SATURATING,
     HACKING,
@@ -82,12 +82,12 @@ def _rise_problem(fit: Any, what: str, min_over_noise: float) -> str | None:
     if fit is None or not fit.success:
         return f"three-phase fit of the {what} failed: {getattr(fit, 'message', 'no fit')}"
     rise = fit.R_inf - fit.R0
-    noise = _fit_noise(fit)
+    noise = fit_noise(fit)
     if not rise > 0:
-        return f"the {what} fit does not rise (R_inf - R0 = {_fmt(rise)})"
+        return f"the {what} fit does not rise (R_inf - R0 = {fmt(rise)})"
     if math.isfinite(noise) and rise < min_over_noise * noise:
-        return (f"the {what} rise R_inf - R0 = {_fmt(rise)} is within {min_over_noise:g} x its residual s.d. "
-                f"{_fmt(noise)}")
+        return (f"the {what} rise R_inf - R0 = {fmt(rise)} is within {min_over_noise:g} x its residual s.d. "
+                f"{fmt(noise)}")
     return None
 
 
@@ -122,7 +122,7 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
                       numbers=numbers)
     train_fit = fits.get("reward") or fit_three_phase_curve(t_steps, t_values)
     eval_fit = fits.get(eval_column) or fit_three_phase_curve(e_steps, e_values)
-    numbers["train_fit"], numbers["eval_fit"] = _fit_summary(train_fit), _fit_summary(eval_fit)
+    numbers["train_fit"], numbers["eval_fit"] = fit_summary(train_fit), fit_summary(eval_fit)
 
     train_problem = _rise_problem(train_fit, "train reward", cfg.min_rise_over_noise)
     if train_problem:
@@ -130,17 +130,17 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
     if eval_fit is None or not eval_fit.success:
         status = getattr(eval_fit, "status", "")
         if status in ("flat", "decreasing"):
-            return result(HACKING, f"the train reward rises (R0 {_fmt(train_fit.R0)} -> R_inf {_fmt(train_fit.R_inf)}) "
+            return result(HACKING, f"the train reward rises (R0 {fmt(train_fit.R0)} -> R_inf {fmt(train_fit.R_inf)}) "
                                    f"but the {eval_column} does not ({getattr(eval_fit, 'message', '')})",
                           numbers=numbers)
         return result(INCONCLUSIVE, f"three-phase fit of {eval_column} failed: {getattr(eval_fit, 'message', '')}",
                       numbers=numbers)
     if not eval_fit.R_inf > eval_fit.R0:
         return result(HACKING, f"the train reward rises but the {eval_column} fit does not "
-                               f"(R_inf - R0 = {_fmt(eval_fit.R_inf - eval_fit.R0)})", numbers=numbers)
+                               f"(R_inf - R0 = {fmt(eval_fit.R_inf - eval_fit.R0)})", numbers=numbers)
     eval_problem = _rise_problem(eval_fit, eval_column, cfg.min_rise_over_noise)
 
-    smoothed = _smooth(t_values, config.smoothing)
+    smoothed = smooth(t_values, config.smoothing)
     u_train = normalized_progress(np.interp(e_steps, t_steps, smoothed), train_fit.R0, train_fit.R_inf)
     u_eval = normalized_progress(e_values, eval_fit.R0, eval_fit.R_inf)
     gap = u_train - u_eval
@@ -162,13 +162,13 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
         "lambda_train": coupling.lambda_train, "lambda_eval": coupling.lambda_eval,
     }
     if eval_problem:
-        return result(INCONCLUSIVE, f"{eval_problem}; deficit {_fmt(deficit)}, median interior rho {_fmt(rho_median)}",
+        return result(INCONCLUSIVE, f"{eval_problem}; deficit {fmt(deficit)}, median interior rho {fmt(rho_median)}",
                       numbers=numbers, series=series)
 
-    rho_text = (f"median rho over {lo:.0%}-{hi:.0%} of training = {_fmt(rho_median)} "
-                f"({int(interior.sum())} windows of {_fmt(coupling.window_steps)} steps; healthy >= {cfg.rho_min:g})")
-    deficit_text = f"deficit = {_fmt(deficit)} (healthy <= {cfg.deficit_max:g})"
-    fit_text = f"{eval_column}; fit R^2 train {_fmt(train_fit.r2, 2)}, eval {_fmt(eval_fit.r2, 2)}"
+    rho_text = (f"median rho over {lo:.0%}-{hi:.0%} of training = {fmt(rho_median)} "
+                f"({int(interior.sum())} windows of {fmt(coupling.window_steps)} steps; healthy >= {cfg.rho_min:g})")
+    deficit_text = f"deficit = {fmt(deficit)} (healthy <= {cfg.deficit_max:g})"
+    fit_text = f"{eval_column}; fit R^2 train {fmt(train_fit.r2, 2)}, eval {fmt(eval_fit.r2, 2)}"
     deficit_ok = deficit <= cfg.deficit_max
     if not math.isfinite(rho_median):
         why = "no interior window with enough train and eval points below R_inf"

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pgrpo.diagnose.modes.signals import curve, reward_position
-from pgrpo.diagnose.numerics import _fmt, _pct, early_late_levels, least_squares_line
+from pgrpo.diagnose.numerics import early_late_levels, fmt, least_squares_line, pct
 from pgrpo.diagnose.records import (
     COLLAPSE,
     HEALTHY,
@@ -63,13 +63,13 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
         series.update({"sigma2_over_G_steps": steps, "sigma2_over_G_progress": progress, "sigma2_over_G": s,
                        "sigma2_over_G_low": np.clip(std - std_sd, 0, None) ** 2 / G,
                        "sigma2_over_G_high": (std + std_sd) ** 2 / G})
-        text = (f"sigma^2/G early {_fmt(early)} -> late {_fmt(late)}, trend {_pct(drift)} of the early level "
+        text = (f"sigma^2/G early {fmt(early)} -> late {fmt(late)}, trend {pct(drift)} of the early level "
                 f"(flat within +/-{cfg.drift_max:.0%})")
         if not curves.G:
             text += " [G unknown: sigma^2 shown]"
         if not math.isfinite(drift):
             sigma_state = "no plateau"
-            notes.append(f"sigma^2/G is {_fmt(early)} over the first {config.early_fraction:.0%} of training "
+            notes.append(f"sigma^2/G is {fmt(early)} over the first {config.early_fraction:.0%} of training "
                          "(every group uniform): no early plateau to drift from")
         elif drift <= -cfg.drift_max:
             sigma_state = "drifting down"
@@ -89,7 +89,7 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
                         "frac_zero_std_rise_max": cfg.frac_zero_std_rise_max})
         series.update({"frac_steps": steps, "frac_progress": curves.progress(steps), "frac": frac,
                        "frac_sd": frac_sd})
-        text = (f"collapsed-prompt fraction early {_fmt(early)} -> late {_fmt(late)} "
+        text = (f"collapsed-prompt fraction early {fmt(early)} -> late {fmt(late)} "
                 f"(healthy: late < {cfg.frac_zero_std_max:g}, rise < {cfg.frac_zero_std_rise_max:g})")
         if late >= cfg.frac_zero_std_max:
             frac_state = "high"
@@ -129,7 +129,7 @@ def _saturation_note(curves: RunCurves, config: DiagnosticsConfig, numbers: dict
     reading = ("saturation: the reward is at the top of its range, the zero-spread groups are solved prompts"
                if late > config.modes.degeneracy.stuck_position else
                "the reward is in the lower part of its range: degenerate groups (stuck)")
-    return f"reward at {late:.0%} of its range [{_fmt(where.lo)}, {_fmt(where.hi)}] late: {reading} (modes.degeneracy)"
+    return f"reward at {late:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] late: {reading} (modes.degeneracy)"
 
 
 def mode_collapse_across_G(per_G: Sequence[DiagnosticResult],
@@ -156,9 +156,9 @@ def mode_collapse_across_G(per_G: Sequence[DiagnosticResult],
     verdicts = {r.G: r.verdict for r in per_G}
     numbers = {"pairs": pairs, "separation_max": cfg.separation_max, "per_G": verdicts}
     pair_text = "; ".join(
-        f"late sigma^2 G={p['G_small']}/G={p['G_large']} = {_fmt(p['sigma2_ratio'])} (Lemma 6: 1, separated outside "
-        f"x{cfg.separation_max:g}; sigma^2/G ratio {_fmt(p['sigma2_over_G_ratio'])} vs "
-        f"{_fmt(p['lemma6_sigma2_over_G_ratio'])})"
+        f"late sigma^2 G={p['G_small']}/G={p['G_large']} = {fmt(p['sigma2_ratio'])} (Lemma 6: 1, separated outside "
+        f"x{cfg.separation_max:g}; sigma^2/G ratio {fmt(p['sigma2_over_G_ratio'])} vs "
+        f"{fmt(p['lemma6_sigma2_over_G_ratio'])})"
         for p in pairs)
     per_G_text = ", ".join(f"G={G}: {v}" for G, v in sorted(verdicts.items(), key=lambda kv: kv[0] or 0))
     ran = [r for r in per_G if r.ran and r.verdict != INCONCLUSIVE]

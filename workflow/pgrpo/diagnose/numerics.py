@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pgrpo.diagnose.records import _X_FRACTION_CACHE
+from pgrpo.diagnose.records import X_FRACTION_CACHE
 
 
 def least_squares_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
@@ -31,7 +31,7 @@ def least_squares_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, f
     return slope, intercept, r2
 
 
-def _window_mask(steps: np.ndarray, fraction: float, late: bool) -> np.ndarray:
+def window_mask(steps: np.ndarray, fraction: float, late: bool) -> np.ndarray:
     """The first (``late=False``) or last ``fraction`` of the step range; never empty for non-empty ``steps``."""
     if steps.size == 0:
         return np.zeros(0, bool)
@@ -48,18 +48,18 @@ def early_late_levels(steps: np.ndarray, values: np.ndarray, early_fraction: flo
     """Mean of ``values`` over the first ``early_fraction`` and the last ``late_fraction`` of the step range."""
     if steps.size == 0:
         return float("nan"), float("nan")
-    early = float(np.mean(values[_window_mask(steps, early_fraction, late=False)]))
-    late = float(np.mean(values[_window_mask(steps, late_fraction, late=True)]))
+    early = float(np.mean(values[window_mask(steps, early_fraction, late=False)]))
+    late = float(np.mean(values[window_mask(steps, late_fraction, late=True)]))
     return early, late
 
 
-def _smooth(values: np.ndarray, window: int) -> np.ndarray:
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
     if window <= 1 or values.size == 0:
         return np.asarray(values, float)
     return pd.Series(values).rolling(window, center=True, min_periods=1).mean().to_numpy()
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -77,7 +77,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}f}".rstrip("0").rstrip(".") or "0"
 
 
-def _pct(value: float) -> str:
+def pct(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{100 * value:+.0f}%"
 
 
@@ -89,14 +89,14 @@ def fit_three_phase_curve(steps: np.ndarray, values: np.ndarray) -> Any:
     return fit_three_phase(steps, values)
 
 
-def _fit_summary(fit: Any) -> dict[str, Any]:
+def fit_summary(fit: Any) -> dict[str, Any]:
     if fit is None:
         return {"success": False, "message": "no fit"}
     return {"R0": fit.R0, "R_inf": fit.R_inf, "omega_n": fit.omega_n, "r2": fit.r2, "success": bool(fit.success),
             "status": getattr(fit, "status", ""), "message": fit.message}
 
 
-def _fit_noise(fit: Any) -> float:
+def fit_noise(fit: Any) -> float:
     """Residual s.d. of a fit, ``sqrt(RSS / n)``."""
     rss, n = getattr(fit, "rss", float("nan")), getattr(fit, "n", 0)
     return math.sqrt(rss / n) if n and math.isfinite(rss) and rss >= 0 else float("nan")
@@ -106,8 +106,8 @@ def saturation_step(fit: Any, fraction: float = 0.9) -> float:
     """Step at which the three-phase fit reaches ``fraction`` of its rise: ``(1 + w t) exp(-w t) = 1 - fraction``."""
     if fit is None or not fit.success or not (fit.omega_n > 0):
         return float("nan")
-    if fraction not in _X_FRACTION_CACHE:
+    if fraction not in X_FRACTION_CACHE:
         from scipy.optimize import brentq
 
-        _X_FRACTION_CACHE[fraction] = brentq(lambda x: (1 + x) * math.exp(-x) - (1 - fraction), 1e-12, 200.0)
-    return _X_FRACTION_CACHE[fraction] / fit.omega_n
+        X_FRACTION_CACHE[fraction] = brentq(lambda x: (1 + x) * math.exp(-x) - (1 - fraction), 1e-12, 200.0)
+    return X_FRACTION_CACHE[fraction] / fit.omega_n

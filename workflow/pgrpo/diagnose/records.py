@@ -140,7 +140,7 @@ APPROACHING = "approaching threshold"
 UNSTABLE = "unstable"
 
 
-_X_FRACTION_CACHE: dict[float, float] = {}
+X_FRACTION_CACHE: dict[float, float] = {}
 
 
 @dataclass
@@ -176,7 +176,7 @@ class DiagnosticResult:
         data = dataclasses.asdict(self)
         if not with_series:
             data.pop("series")
-        return _plain(data)
+        return plain(data)
 
 
 @dataclass
@@ -223,14 +223,14 @@ class RunCurves:
         return np.asarray(steps, float) / self.last_step if self.last_step > 0 else np.asarray(steps, float)
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """JSON-ready: numpy -> python, non-finite floats -> None, tuples -> lists."""
     if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return [_plain(v) for v in obj.tolist()]
+        return [plain(v) for v in obj.tolist()]
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):

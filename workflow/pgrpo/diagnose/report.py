@@ -23,7 +23,7 @@ from pgrpo.diagnose.records import (
     TITLES,
     DiagnosticResult,
     RunCurves,
-    _plain,
+    plain,
 )
 from pgrpo.diagnose.rulesets import run_rule_set
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -76,7 +76,7 @@ class DiagnosticsReport:
     def to_dict(self, with_series: bool = True) -> dict[str, Any]:
         """Everything; ``series`` only for the derived curves of Figure 2 (u, rho): the other figures plot the
         aggregate columns themselves, which are in the aggregate CSVs already."""
-        return _plain({
+        return plain({
             "models": self.models, "group_sizes": self.group_sizes, "inputs": self.inputs, "config": self.config,
             "diagnostics": {name: [r.to_dict(with_series and name == REWARD_HACKING) for r in self.of(name)]
                             for name in DIAGNOSTICS},
@@ -151,7 +151,7 @@ def diagnose_runs(runs: Sequence[RunCurves], config: DiagnosticsConfig | None = 
             if name == MODE_COLLAPSE:
                 results.append(mode_collapse_across_G(sorted(mine, key=lambda r: r.G or 0), config))
     return DiagnosticsReport(results, models, {m: sorted(g) for m, g in group_sizes.items()},
-                             _plain(dataclasses.asdict(config)), verdicts=verdicts)
+                             plain(dataclasses.asdict(config)), verdicts=verdicts)
 
 
 @dataclass
@@ -179,7 +179,7 @@ class DiagnosisReport:
     def to_dict(self, with_series: bool = False) -> dict[str, Any]:
         """``summary`` and ``modes`` (the failure modes, see :class:`RunVerdicts`), then the Figures 2-5 read-outs."""
         modes = self.verdicts.to_dict() if self.verdicts else {}
-        return _plain({"source": self.source, "model": self.model, "G": self.G, "n_steps": self.n_steps,
+        return plain({"source": self.source, "model": self.model, "G": self.G, "n_steps": self.n_steps,
                        "rule_set": modes.get("rule_set"), "summary": modes.get("summary"),
                        "modes": modes.get("modes", {}), "first_step": modes.get("first_step"),
                        "last_step": modes.get("last_step"),
@@ -199,12 +199,12 @@ class DiagnosisReport:
         return "\n".join(lines)
 
 
-def _diagnose_curves(curves: RunCurves, config: DiagnosticsConfig) -> DiagnosisReport:
+def diagnose_curves(curves: RunCurves, config: DiagnosticsConfig) -> DiagnosisReport:
     fits = _run_fits(curves, config, None)
     results = diagnose_run(curves, config, fits)
     verdicts = run_rule_set(config.modes.rule_set, curves, config, results, fits)
     ignored = [c for c in curves.frame.columns if c != "step" and c not in curves.column_sources
                and not c.endswith("_sd")]
     return DiagnosisReport(curves.source, curves.model, curves.G, int(curves.frame["step"].nunique()),
-                           dict(curves.column_sources), ignored, results, _plain(dataclasses.asdict(config)),
+                           dict(curves.column_sources), ignored, results, plain(dataclasses.asdict(config)),
                            verdicts)

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pgrpo.diagnose.records import _plain
+from pgrpo.diagnose.records import plain
 from pgrpo.errors import InputError
 
 
@@ -148,7 +148,7 @@ RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 
 def default_config_dict() -> dict[str, Any]:
     """The ``diagnostics:`` section's defaults as plain data (what ``config.yaml`` may override)."""
-    return _plain(dataclasses.asdict(DiagnosticsConfig()))
+    return plain(dataclasses.asdict(DiagnosticsConfig()))
 
 
 def _check_special(key: str, value: Any) -> Any:

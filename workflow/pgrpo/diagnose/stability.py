@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from pgrpo.diagnose.numerics import _fmt, _window_mask, fit_three_phase_curve, least_squares_line
+from pgrpo.diagnose.numerics import fit_three_phase_curve, fmt, least_squares_line, window_mask
 from pgrpo.diagnose.records import (
     APPROACHING,
     INCONCLUSIVE,
@@ -81,10 +81,10 @@ def stability(curves: RunCurves, config: DiagnosticsConfig | None = None,
         spikes = spike_steps(steps, grad, cfg.spike_factor, cfg.spike_window)
         numbers.update({"grad_log_slope": slope, "grad_growth_last_half": growth, "grad_log_r2": r2,
                         "n_spikes": int(spikes.size), "spike_steps": spikes[:20],
-                        "grad_late_median": float(np.median(grad[_window_mask(steps, 0.5, True)]))})
+                        "grad_late_median": float(np.median(grad[window_mask(steps, 0.5, True)]))})
         series.update({"grad_steps": steps, "grad_progress": curves.progress(steps), "grad_norm": grad,
                        "grad_norm_sd": grad_sd})
-        text = (f"grad_norm x{_fmt(growth)} over the last half (log-linear R^2 {_fmt(r2, 2)}; exponential at "
+        text = (f"grad_norm x{fmt(growth)} over the last half (log-linear R^2 {fmt(r2, 2)}; exponential at "
                 f">= x{cfg.growth_unstable:g}), {spikes.size} spike(s) > {cfg.spike_factor:g}x rolling median")
         exponential = math.isfinite(growth) and growth >= cfg.growth_unstable and r2 >= cfg.growth_min_r2
         if exponential or spikes.size >= cfg.spikes_unstable:
@@ -96,14 +96,14 @@ def stability(curves: RunCurves, config: DiagnosticsConfig | None = None,
     if curves.has("importance_sampling_ratio_max") and \
             curves.series("importance_sampling_ratio_max")[0].size >= config.min_points:
         steps, ratio, ratio_sd = curves.series("importance_sampling_ratio_max")
-        late = float(np.median(ratio[_window_mask(steps, 0.5, True)]))
+        late = float(np.median(ratio[window_mask(steps, 0.5, True)]))
         _, growth, _ = log_growth(steps, ratio)
         numbers.update({"is_max_late_median": late, "is_max_growth_last_half": growth})
         series.update({"is_steps": steps, "is_progress": curves.progress(steps), "is_max": ratio,
                        "is_max_sd": ratio_sd})
         source = curves.column_sources.get("importance_sampling_ratio_max")
         src = f" [{source}]" if source and source != "importance_sampling_ratio_max" else ""
-        text = (f"IS-ratio max late median {_fmt(late)}{src}, x{_fmt(growth)} over the last half "
+        text = (f"IS-ratio max late median {fmt(late)}{src}, x{fmt(growth)} over the last half "
                 f"(diverging at >= {cfg.is_ratio_high:g}, rising at >= x{cfg.is_growth_warning:g})")
         if late >= cfg.is_ratio_high:
             unstable.append(text)
@@ -124,13 +124,13 @@ def stability(curves: RunCurves, config: DiagnosticsConfig | None = None,
             if fit is not None and fit.success and getattr(fit, "n", config.min_points) >= config.min_points:
                 K = stiffness_from_natural_frequency(fit.omega_n, float(meta["eta"]), float(meta["mu"]),
                                                      float(meta["k_ref"]))
-                K_source = f"from the train reward's omega_n = {_fmt(fit.omega_n)} (Eq. 9)"
+                K_source = f"from the train reward's omega_n = {fmt(fit.omega_n)} (Eq. 9)"
         if K is not None and math.isfinite(K):
             prop9 = stability_threshold(K, float(meta["eta"]), float(meta["mu"]), float(meta["k_ref"]))
             prop9["K_source"] = K_source
             numbers["prop9"] = prop9
-            text = (f"Prop. 9: K eta K_ref = {_fmt(prop9['K_eta_Kref'])} vs 1 - mu = {_fmt(prop9['one_minus_mu'])} "
-                    f"(ratio {_fmt(prop9['threshold_ratio'])}; K = {_fmt(K)} {K_source})")
+            text = (f"Prop. 9: K eta K_ref = {fmt(prop9['K_eta_Kref'])} vs 1 - mu = {fmt(prop9['one_minus_mu'])} "
+                    f"(ratio {fmt(prop9['threshold_ratio'])}; K = {fmt(K)} {K_source})")
             if prop9["threshold_ratio"] >= 1:
                 unstable.append(text)
             elif prop9["threshold_ratio"] >= cfg.threshold_warning:

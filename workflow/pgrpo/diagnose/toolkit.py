@@ -44,7 +44,7 @@ from pgrpo.diagnose.modes.record import (
     flagged,
     not_run,
 )
-from pgrpo.diagnose.numerics import _fmt
+from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -72,7 +72,7 @@ def group_reward_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeV
         return not_run(DEGENERACY, f"needs {cfg.reward_std_window} rows of reward_std", ["reward_std"],
                        thresholds=thresholds)
     recent = float(np.mean(found[1][-cfg.reward_std_window:]))
-    text = f"group reward std, mean of the last {cfg.reward_std_window} rows: {_fmt(recent)}"
+    text = f"group reward std, mean of the last {cfg.reward_std_window} rows: {fmt(recent)}"
     if recent < cfg.reward_std_min:
         return _hit(DEGENERACY, "grpo_reward_collapse", f"{text} < {cfg.reward_std_min:g}", "high", None,
                     {"recent_reward_std": recent}, thresholds)
@@ -90,7 +90,7 @@ def entropy_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdic
     values = found[1]
     initial, recent = float(np.mean(values[:cfg.entropy_window])), float(np.mean(values[-cfg.entropy_window:]))
     numbers = {"initial_entropy": initial, "recent_entropy": recent}
-    text = f"entropy {_fmt(initial)} (first {cfg.entropy_window} rows) -> {_fmt(recent)} (last {cfg.entropy_window})"
+    text = f"entropy {fmt(initial)} (first {cfg.entropy_window} rows) -> {fmt(recent)} (last {cfg.entropy_window})"
     if recent < cfg.entropy_floor:
         return _hit(CONCENTRATION, "grpo_entropy_collapse", f"{text} < floor {cfg.entropy_floor:g}", "high", None,
                     numbers, thresholds)
@@ -111,7 +111,7 @@ def length_drift(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     early, recent = float(np.mean(values[:cfg.length_window])), float(np.mean(values[-cfg.length_window:]))
     change = abs(recent - early) / early if early > 0 else float("nan")
     numbers = {"early_mean": early, "recent_mean": recent, "relative_change": change}
-    text = f"completion length {_fmt(early)} -> {_fmt(recent)} ({change:+.0%})"
+    text = f"completion length {fmt(early)} -> {fmt(recent)} ({change:+.0%})"
     if early > 0 and change > cfg.length_drift:
         return _hit(HACKING, "grpo_length_drift", f"{text}: drift > {cfg.length_drift:.0%}", "medium", None, numbers,
                     thresholds)
@@ -131,7 +131,7 @@ def instability_rules(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdi
         if above.size:
             fired.append("grpo_kl_divergence")
             onset = float(above[0])
-            texts.append(f"KL above {cfg.kl_cap:g} at {above.size} step(s) from step {_fmt(onset)}")
+            texts.append(f"KL above {cfg.kl_cap:g} at {above.size} step(s) from step {fmt(onset)}")
     else:
         missing.append("kl")
     clip = _rows(curves, "clip_ratio")
@@ -140,7 +140,7 @@ def instability_rules(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdi
         numbers["recent_clip_ratio"] = recent
         if recent > cfg.clip_ratio_max:
             fired.append("grpo_clip_ratio_high")
-            texts.append(f"clip ratio {_fmt(recent)} over the last {cfg.clip_window} rows")
+            texts.append(f"clip ratio {fmt(recent)} over the last {cfg.clip_window} rows")
     else:
         missing.append("clip_ratio")
     grad = _rows(curves, "grad_norm")
@@ -150,7 +150,7 @@ def instability_rules(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdi
         numbers.update({"grad_baseline": baseline, "grad_current": current})
         if baseline > 0 and current > cfg.grad_factor * baseline:
             fired.append("gradient_explosion")
-            texts.append(f"last grad_norm {_fmt(current)} > {cfg.grad_factor:g} x baseline {_fmt(baseline)}")
+            texts.append(f"last grad_norm {fmt(current)} > {cfg.grad_factor:g} x baseline {fmt(baseline)}")
     else:
         missing.append("grad_norm")
     if len(missing) == 3:

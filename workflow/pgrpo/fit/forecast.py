@@ -23,7 +23,7 @@ from pgrpo.fit.forecaster import (
 )
 from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, coverage, rmse
 from pgrpo.fit.laws import LAWS, OVERDAMPED, THREE_PHASE, Law
-from pgrpo.fit.least_squares import FitResult, _finite_or_none, _prepare, fit_law, r_squared
+from pgrpo.fit.least_squares import FitResult, finite_or_none, fit_law, prepare, r_squared
 
 
 @dataclass
@@ -66,7 +66,7 @@ class Forecast:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["early"], data["full"] = self.early.to_dict(), self.full.to_dict()
-        return _finite_or_none(data)
+        return finite_or_none(data)
 
 
 def forecast_curve(
@@ -81,7 +81,7 @@ def forecast_curve(
     forecast the plateau, ``t90`` and the rest of the curve, and score the forecast against the full run."""
     if not 0 < fraction <= 1:
         raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
-    t_arr, y_arr, _ = _prepare(t, y)
+    t_arr, y_arr, _ = prepare(t, y)
     total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
     cutoff = fraction * total
     early_mask = t_arr <= cutoff
@@ -196,7 +196,7 @@ class RunForecast:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["law"] = self.law
-        return _finite_or_none(data)
+        return finite_or_none(data)
 
 
 def forecast_steps(t: np.ndarray, cutoff: float, total: float) -> np.ndarray:
@@ -222,7 +222,7 @@ def forecast_run(
     and score it on the points the log has after the cut (if any) and on the part it has seen."""
     if not 0 < fraction <= 1:
         raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
-    t_arr, y_arr, _ = _prepare(t, y)
+    t_arr, y_arr, _ = prepare(t, y)
     total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
     cutoff = fraction * total
     early = t_arr <= cutoff

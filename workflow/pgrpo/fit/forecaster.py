@@ -488,8 +488,6 @@ def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence
         mean_draws.append(md)
         fitted_draws.append(fd)
     mean_draws = np.vstack(mean_draws)
-    fitted_draws = np.vstack(fitted_draws)
-    fitted = np.mean(fitted_draws, axis=0)
     # the point forecast: the mixture of the laws' best fits
     best_future = sum(w * _curve(f, f.best, steps, future=True) for f, w in zip(fits, weights))
     best_fitted = sum(w * _curve(f, f.best, t) for f, w in zip(fits, weights))

@@ -82,19 +82,19 @@ DECREASING = "decreasing"
 NOT_CONVERGED = "not_converged"
 
 
-def _finite_or_none(value: Any) -> Any:
+def finite_or_none(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, dict):
-        return {k: _finite_or_none(v) for k, v in value.items()}
+        return {k: finite_or_none(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_none(v) for v in value]
+        return [finite_or_none(v) for v in value]
     return value
 
 
-def _none_to_nan(value: Any) -> float:
+def none_to_nan(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
@@ -159,20 +159,20 @@ class FitResult:
         return 1.0 - law.deficit(t, *[self.params[name] for name in law.shape_names])
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite_or_none(dataclasses.asdict(self))
+        return finite_or_none(dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FitResult":
         data = dict(data)
         for key in ("r2", "aic", "aicc", "bic", "rss"):
-            data[key] = _none_to_nan(data.get(key))
-        data["params"] = {k: _none_to_nan(v) for k, v in (data.get("params") or {}).items()}
-        data["stderr"] = {k: _none_to_nan(v) for k, v in (data.get("stderr") or {}).items()}
-        data["derived"] = {k: _none_to_nan(v) for k, v in (data.get("derived") or {}).items()}
+            data[key] = none_to_nan(data.get(key))
+        data["params"] = {k: none_to_nan(v) for k, v in (data.get("params") or {}).items()}
+        data["stderr"] = {k: none_to_nan(v) for k, v in (data.get("stderr") or {}).items()}
+        data["derived"] = {k: none_to_nan(v) for k, v in (data.get("derived") or {}).items()}
         if data.get("covariance") is not None:
-            data["covariance"] = [[_none_to_nan(x) for x in row] for row in data["covariance"]]
+            data["covariance"] = [[none_to_nan(x) for x in row] for row in data["covariance"]]
         if data.get("t_range") is not None:
-            data["t_range"] = tuple(_none_to_nan(x) for x in data["t_range"])
+            data["t_range"] = tuple(none_to_nan(x) for x in data["t_range"])
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -243,7 +243,7 @@ def _numerical_jacobian(func: Callable[[np.ndarray], np.ndarray], x: np.ndarray)
     return jac
 
 
-def _prepare(t: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray, int]:
+def prepare(t: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray, int]:
     t = np.asarray(t, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     if t.shape != y.shape:
@@ -314,7 +314,7 @@ def fit_law(
     said in the message.
     """
     spec = get_law(law)
-    t_arr, y_arr, n_dropped = _prepare(t, y)
+    t_arr, y_arr, n_dropped = prepare(t, y)
     problem = _data_problem(spec, t_arr, y_arr, n_dropped, require_increase)
     if problem is not None:
         return problem

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.fit.laws import LAWS, THREE_PHASE
-from pgrpo.fit.least_squares import FitResult, _finite_or_none
+from pgrpo.fit.least_squares import FitResult, finite_or_none
 
 
 @dataclass
@@ -60,7 +60,7 @@ class ModelComparison:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite_or_none(dataclasses.asdict(self))
+        return finite_or_none(dataclasses.asdict(self))
 
 
 def evidence_in_words(delta_aic: float) -> str:

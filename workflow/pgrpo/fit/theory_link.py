@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.fit.laws import EXPONENTIAL
-from pgrpo.fit.least_squares import FitResult, _finite_or_none
+from pgrpo.fit.least_squares import FitResult, finite_or_none
 
 
 def stiffness_from_natural_frequency(omega_n: float, eta: float, mu: float, k_ref: float) -> float:
@@ -66,7 +66,7 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, (bool, str)) or obj is None:
         return obj
     if isinstance(obj, (int, float, np.integer, np.floating)):
-        return _finite_or_none(float(obj)) if isinstance(obj, (float, np.floating)) else int(obj)
+        return finite_or_none(float(obj)) if isinstance(obj, (float, np.floating)) else int(obj)
     if hasattr(obj, "value"):  # enums
         return _plain(obj.value)
     if hasattr(obj, "__dict__"):
@@ -93,7 +93,7 @@ class TheoryLink:
     zeta_predicted: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite_or_none(dataclasses.asdict(self))
+        return finite_or_none(dataclasses.asdict(self))
 
 
 def link_to_theory(fit: FitResult, eta: float, mu: float, k_ref: float) -> TheoryLink:

@@ -296,7 +296,7 @@ def tokenize_prompts(questions: Sequence[str], tokenizer, template: str | None, 
     return out
 
 
-def _torch_dtype(setting: str, cuda: bool):
+def torch_dtype(setting: str, cuda: bool):
     import torch
 
     if setting == "float32" or (setting == "auto" and not cuda):
@@ -306,7 +306,7 @@ def _torch_dtype(setting: str, cuda: bool):
     return getattr(torch, setting)
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     out = {}
     for name in ("torch", "transformers", "vllm", "math_verify"):
         if importlib.util.find_spec(name) is None:

@@ -41,7 +41,7 @@ _OLD_REWARD_KEY = re.compile(r"^(eval_)?rewards/([^/]+)$")  # rewards/<fn> (old 
 _WANDB_MINMAX = re.compile(r"__(MIN|MAX)$")
 
 
-_RUN_DIR = re.compile(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed(?P<seed>\d+)/[^/]+$")
+RUN_DIR = re.compile(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed(?P<seed>\d+)/[^/]+$")
 
 
 def normalize_column(name: str) -> str:

@@ -40,9 +40,9 @@ from pgrpo.grpo.time_limit import (
     uninstall_checkpoint_signal,
 )
 from pgrpo.grpo.training_config import (
-    _is_number,
     build_grpo_config,
     build_lora_config,
+    is_number,
     is_on_policy,
     objective_record,
     refresh_interval,
@@ -365,7 +365,7 @@ def preflight_reward(func: Callable, dataset) -> None:
         raise RewardFunctionError(f"reward function {func.__name__} raised {type(error).__name__}: {error}") from None
     if not isinstance(out, (list, tuple)) or len(out) != 1:
         raise RewardFunctionError(f"reward function {func.__name__} must return one reward per completion")
-    if out[0] is not None and not _is_number(float(out[0])):
+    if out[0] is not None and not is_number(float(out[0])):
         raise RewardFunctionError(f"reward function {func.__name__} returned {out[0]!r}, not a number")
 
 

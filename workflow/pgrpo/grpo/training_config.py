@@ -211,7 +211,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -249,11 +249,11 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
     t = training
     if not (_is_int(G) and G >= 2):
         raise InputError(f"group_sizes: G must be an integer >= 2 (GRPO needs a within-group spread), got {G!r}")
-    _require(_is_number(t["learning_rate"]) and t["learning_rate"] > 0, "learning_rate", "must be a number > 0")
+    _require(is_number(t["learning_rate"]) and t["learning_rate"] > 0, "learning_rate", "must be a number > 0")
     _require(_is_int(t["max_steps"]), "max_steps", "must be an integer (<= 0: use num_train_epochs)")
     if t["max_steps"] <= 0:
         _require(
-            _is_number(t["num_train_epochs"]) and t["num_train_epochs"] > 0,
+            is_number(t["num_train_epochs"]) and t["num_train_epochs"] > 0,
             "num_train_epochs",
             "must be > 0 when max_steps <= 0",
         )
@@ -264,7 +264,7 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "steps_per_generation",
         "must be null or an integer >= 1",
     )
-    _require(_is_number(t["temperature"]) and t["temperature"] > 0, "temperature", "must be a number > 0")
+    _require(is_number(t["temperature"]) and t["temperature"] > 0, "temperature", "must be a number > 0")
     _require(
         t["max_prompt_length"] is None or (_is_int(t["max_prompt_length"]) and t["max_prompt_length"] >= 1),
         "max_prompt_length",
@@ -285,10 +285,10 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "eval_steps",
         "must be null, 0 (no evaluation) or an integer >= 1",
     )
-    _require(_is_number(t["beta"]) and t["beta"] >= 0, "beta", "must be a number >= 0")
-    _require(_is_number(t["epsilon"]) and t["epsilon"] > 0, "epsilon", "must be a number > 0")
-    _require(_is_number(t["adam_beta1"]) and 0 <= t["adam_beta1"] < 1, "adam_beta1", "mu must lie in [0, 1)")
-    _require(_is_number(t["adam_beta2"]) and 0 <= t["adam_beta2"] < 1, "adam_beta2", "must lie in [0, 1)")
+    _require(is_number(t["beta"]) and t["beta"] >= 0, "beta", "must be a number >= 0")
+    _require(is_number(t["epsilon"]) and t["epsilon"] > 0, "epsilon", "must be a number > 0")
+    _require(is_number(t["adam_beta1"]) and 0 <= t["adam_beta1"] < 1, "adam_beta1", "mu must lie in [0, 1)")
+    _require(is_number(t["adam_beta2"]) and 0 <= t["adam_beta2"] < 1, "adam_beta2", "must lie in [0, 1)")
     _require(t["loss_type"] in LOSS_TYPES, "loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
     _require(
         t["importance_sampling_level"] in ("token", "sequence"),
@@ -299,7 +299,7 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
     _require(t["vllm_importance_sampling_mode"] in VLLM_IS_MODES, "vllm_importance_sampling_mode",
              f"must be one of {', '.join(VLLM_IS_MODES)}")
     for key in ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min"):
-        _require(t[key] is None or (_is_number(t[key]) and t[key] > 0), key, "must be null or a number > 0")
+        _require(t[key] is None or (is_number(t[key]) and t[key] > 0), key, "must be null or a number > 0")
     report_to(t)
     _require(
         t["checkpoints_keep"] is None or (_is_int(t["checkpoints_keep"]) and t["checkpoints_keep"] >= 2),
@@ -308,8 +308,8 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
     )
     lora = t["lora"]
     _require(_is_int(lora["r"]) and lora["r"] >= 1, "lora.r", "must be an integer >= 1")
-    _require(_is_number(lora["alpha"]) and lora["alpha"] > 0, "lora.alpha", "must be a number > 0")
-    _require(_is_number(lora["dropout"]) and 0 <= lora["dropout"] < 1, "lora.dropout", "must lie in [0, 1)")
+    _require(is_number(lora["alpha"]) and lora["alpha"] > 0, "lora.alpha", "must be a number > 0")
+    _require(is_number(lora["dropout"]) and 0 <= lora["dropout"] < 1, "lora.dropout", "must lie in [0, 1)")
     _require(
         isinstance(lora["target_modules"], list)
         and lora["target_modules"]

@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.run_log import _RUN_DIR, aggregate_seeds
+from pgrpo.grpo.run_log import RUN_DIR, aggregate_seeds
 from pgrpo.stages.logs import read_run_log
 
 
@@ -36,7 +36,7 @@ def _check_same_run_group(log_csvs: Sequence[str]) -> None:
             except json.JSONDecodeError:
                 identity = None
         if identity is None or None in identity:
-            match = _RUN_DIR.search(Path(path).resolve().as_posix())
+            match = RUN_DIR.search(Path(path).resolve().as_posix())
             identity = (match["model"], int(match["G"])) if match else None
         if identity is not None:
             identities.add((str(identity[0]), int(identity[1])))

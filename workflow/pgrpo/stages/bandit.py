@@ -21,8 +21,8 @@ from pgrpo.bandit.experiments import (
     sensitivity_frame,
     sweep_frames,
 )
-from pgrpo.bandit.settings import DEFAULTS, Reading, _choice, _merged, bandit_settings
-from pgrpo.bandit.verdict import ClaimVerdict, _view_table, frontier_table, judge
+from pgrpo.bandit.settings import DEFAULTS, Reading, bandit_settings, choice, merged
+from pgrpo.bandit.verdict import ClaimVerdict, frontier_table, judge, view_table
 from pgrpo.errors import InputError
 from pgrpo.figures.bandit import figure6, figure7, finite_g_figure
 from pgrpo.figures.style import close_figure
@@ -72,7 +72,7 @@ def run_regime_map(bandit_cfg: Mapping | None, calibration_json: str, refresh: s
                    out_pdf: str, out_png: str) -> None:
     """Figure 7 for one reading: the classified ``(eta, K_ref)`` grid (``out_csv``) and the map (PDF, PNG)."""
     settings = bandit_settings(bandit_cfg)
-    reading = Reading(_choice(refresh, "refresh", bandit.REFRESHES), _choice(gradient, "gradient", bandit.GRADIENTS))
+    reading = Reading(choice(refresh, "refresh", bandit.REFRESHES), choice(gradient, "gradient", bandit.GRADIENTS))
     calibration = load_calibration(calibration_json)
     frame = regime_map_frame(settings, calibration, reading, progress=True)
     write_csv(out_csv, frame)
@@ -119,7 +119,7 @@ def run_verdict(bandit_cfg: Mapping | None, calibration_json: str, sweep_regimes
     for reading, frame in maps.items():
         verdicts += judge(reading, frame, sweep, table, stiffness, mu)
     write_csv(out_table_csv, table)
-    view = _view_table(table, list(maps))
+    view = view_table(table, list(maps))
     caption = (f"First K_ref leaving the monotone regime per eta (mu={mu}, beta={settings.beta}) against the "
                f"Proposition 9 threshold (1-mu)/(K eta) with the measured K={stiffness:.4f}")
     write_text(out_table_md, f"{caption}\n\n" + frame_markdown(view))
@@ -147,7 +147,7 @@ def run_finite_g(bandit_cfg: Mapping | None, calibration_json: str, out_md: str,
     from pgrpo.bandit.finite_g_study import GridSettings, analyse_grid, run_grid
 
     settings = bandit_settings(bandit_cfg)
-    section = _merged(DEFAULTS["finite_g"], (bandit_cfg or {}).get("finite_g"), "bandit.finite_g")
+    section = merged(DEFAULTS["finite_g"], (bandit_cfg or {}).get("finite_g"), "bandit.finite_g")
     grid = GridSettings(rewards=tuple(float(r) for r in settings.rewards), beta=settings.beta,
                         **{k: (tuple(v) if isinstance(v, list) else v) for k, v in section.items()})
     calibration = load_calibration(calibration_json)

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from pgrpo.atomic import read_json
-from pgrpo.diagnose.columns import KNOWN_COLUMNS, _frame_from_aggregate, apply_aliases
+from pgrpo.diagnose.columns import KNOWN_COLUMNS, apply_aliases, frame_from_aggregate
 from pgrpo.diagnose.records import RunCurves
-from pgrpo.diagnose.report import DiagnosisReport, DiagnosticsReport, _diagnose_curves, diagnose_runs
+from pgrpo.diagnose.report import DiagnosisReport, DiagnosticsReport, diagnose_curves, diagnose_runs
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
 from pgrpo.errors import InputError
 from pgrpo.stages.logs import read_run_log, resolve_log_path
@@ -37,7 +37,7 @@ def read_aggregate(path: str, model: str | None = None, G: int | None = None,
         raise InputError(f"aggregate file {path} is not a readable CSV: {str(error).splitlines()[0]}") from None
     if "step" not in frame.columns:
         raise InputError(f"aggregate file {path} has no 'step' column")
-    return RunCurves(model, int(G), _frame_from_aggregate(frame), str(path), meta)
+    return RunCurves(model, int(G), frame_from_aggregate(frame), str(path), meta)
 
 
 def read_log(path: str, allow_non_finite: bool = False) -> RunCurves:
@@ -177,7 +177,7 @@ def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: Diagn
     """The four diagnostics for one run's log (any of the formats :func:`read_log` reads). ``meta``: the run's
     ``meta.json`` content (model, G, eta, mu, k_ref) if known; ``G`` overrides. The across-G part of mode collapse
     needs several runs and is not part of a single log's diagnosis."""
-    return _diagnose_curves(_log_curves(path, meta, G), config or DiagnosticsConfig())
+    return diagnose_curves(_log_curves(path, meta, G), config or DiagnosticsConfig())
 
 
 def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = None,
@@ -226,7 +226,7 @@ def run_diagnose(
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None
     curves = _log_curves(log_path, meta, G, allow_non_finite)
-    report = _diagnose_curves(curves, config)
+    report = diagnose_curves(curves, config)
     figures: list[str] = []
     for folder in dict.fromkeys(f for f in (out_dir_figures, out_dir) if f):
         from pgrpo.figures.diagnostics import write_figures

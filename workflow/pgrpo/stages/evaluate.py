@@ -17,14 +17,14 @@ from pgrpo.errors import InputError, one_line
 from pgrpo.grpo.benchmarks import ANSWER_KINDS, load_benchmark, resolve_benchmark
 from pgrpo.grpo.chat import stop_token_ids, use_chat_template
 from pgrpo.grpo.generation import (
-    _torch_dtype,
-    _versions,
     choose_backend,
     generate_transformers,
     generate_vllm,
     prompt_settings,
     resolve_evaluation,
     tokenize_prompts,
+    torch_dtype,
+    versions,
     vllm_available,
     vllm_cpu_build,
 )
@@ -129,7 +129,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         from pgrpo.grpo.models import load_model_and_tokenizer
 
         device = "cuda" if cuda else "cpu"
-        policy, tokenizer = load_model_and_tokenizer(spec, dtype=_torch_dtype(settings["dtype"], cuda))
+        policy, tokenizer = load_model_and_tokenizer(spec, dtype=torch_dtype(settings["dtype"], cuda))
         policy.to(device)
         prompt_ids = tokenize_prompts(problems.questions, tokenizer, template, chat_setting, chat_where)
         chat = use_chat_template(chat_setting, tokenizer, chat_where)
@@ -181,7 +181,7 @@ def run_evaluate(model: dict, variant_path: str | None, benchmark_name: str, ben
         "model_source": str(source),
         "seconds": {"load": t_gen - t_load, "generate": t_score - t_gen, "score": time.perf_counter() - t_score,
                     "total": time.perf_counter() - t_start},
-        "versions": _versions(),
+        "versions": versions(),
     })
     if out_samples_jsonl:
         with atomic_path(out_samples_jsonl) as tmp, open(tmp, "w") as fh:

@@ -19,11 +19,11 @@ from pgrpo.figures.fits import figure1
 from pgrpo.figures.style import save_pdf_png
 from pgrpo.fit.forecast import forecast_curve
 from pgrpo.fit.laws import THREE_PHASE, get_law
-from pgrpo.fit.least_squares import _finite_or_none, _none_to_nan
+from pgrpo.fit.least_squares import finite_or_none, none_to_nan
 from pgrpo.fit.selection import ModelComparison, binary_noise_ceiling
 from pgrpo.fit.settings import FittingConfig, fit_column, fitting_config
 from pgrpo.fit.theory_link import link_to_theory
-from pgrpo.tables.fits import _fmt, _title, _with_se, describe_forecast, fit_report_markdown, fit_table_latex
+from pgrpo.tables.fits import describe_forecast, fit_report_markdown, fit_table_latex, fmt, title, with_se
 from pgrpo.tables.render import latex_table, markdown_table
 from pgrpo.tables.table1 import latex_escape
 
@@ -147,7 +147,7 @@ def run_fit(
         record = {
             "n_points": result["n_points"],
             "fits": {law: fit.to_dict() for law, fit in result["fits"].items()},
-            "r2_seed_mean": _finite_or_none(result["r2_seed_mean"]),
+            "r2_seed_mean": finite_or_none(result["r2_seed_mean"]),
             "comparison": comparison.to_dict(),
             "summary": comparison.summary(f"the {column} curve at G={G}"),
         }
@@ -311,7 +311,7 @@ def run_forecast(
     if out_png or out_pdf:
         from pgrpo.figures.forecasts import run_forecast_figure
 
-        save_pdf_png(run_forecast_figure(steps_all, values_all, payload, _title(payload)), out_pdf, out_png)
+        save_pdf_png(run_forecast_figure(steps_all, values_all, payload, title(payload)), out_pdf, out_png)
     return payload
 
 
@@ -337,7 +337,7 @@ def _summary_fields(result: Any, legacy: Any) -> dict[str, Any]:
                                                                                                   nan),
         "holdout_r2": nan,
     }
-    return _finite_or_none(values)
+    return finite_or_none(values)
 
 
 _SUMMARY_FIELDS = ("plateau_forecast", "plateau_forecast_se", "plateau_full_fit", "plateau_observed",
@@ -364,7 +364,7 @@ def run_forecast_summary(
         row = {"kind": "run", "model": data.get("model"), "G": data.get("G"), "seed": data.get("seed"),
                "column": data["column"], "law": data.get("method") or data.get("law"), "fraction": data["fraction"],
                "success": data.get("success"), "message": data.get("message"), "source": str(path)}
-        row.update({k: _none_to_nan(data.get(k)) for k in _SUMMARY_FIELDS})
+        row.update({k: none_to_nan(data.get(k)) for k in _SUMMARY_FIELDS})
         records.append(row)
     runs = pd.DataFrame(records)
     keys = ["model", "G", "column", "law", "fraction"]
@@ -394,11 +394,11 @@ def run_forecast_summary(
                "error vs observed", "t90 forecast", "t90 full fit", "holdout RMSE", "persistence RMSE"]
     view = []
     for rec in runs.to_dict("records"):
-        view.append([str(rec["model"]), _fmt(rec["G"]), rec["column"], _fmt(rec["seed"]),
-                     _with_se(rec["plateau_forecast"], rec["plateau_forecast_se"]), _fmt(rec["plateau_full_fit"]),
-                     _fmt(rec["plateau_observed"]), _fmt(rec["plateau_error_vs_observed"]),
-                     _fmt(rec["t90_forecast"], 0), _fmt(rec["t90_full_fit"], 0), _fmt(rec["holdout_rmse"]),
-                     _fmt(rec["persistence_rmse"])])
+        view.append([str(rec["model"]), fmt(rec["G"]), rec["column"], fmt(rec["seed"]),
+                     with_se(rec["plateau_forecast"], rec["plateau_forecast_se"]), fmt(rec["plateau_full_fit"]),
+                     fmt(rec["plateau_observed"]), fmt(rec["plateau_error_vs_observed"]),
+                     fmt(rec["t90_forecast"], 0), fmt(rec["t90_full_fit"], 0), fmt(rec["holdout_rmse"]),
+                     fmt(rec["persistence_rmse"])])
     spread_lines = []
     stats = pd.DataFrame(summary_rows)
     for key, group in stats.groupby(keys, sort=True):
@@ -411,11 +411,11 @@ def run_forecast_summary(
             continue
         spread_lines.append(
             f"- {who} ({law}, first {frac:.0%} of steps, {int(mean['n_forecasts'])}/{int(mean['n_runs'])} runs): "
-            f"plateau error vs the observed plateau {_fmt(mean['plateau_error_vs_observed'])} ± "
-            f"{_fmt(sd['plateau_error_vs_observed'])} (mean ± s.d. across seeds), i.e. "
-            f"{_fmt(100 * mean['plateau_relative_error'], 2)}% of the rise; t90 error "
-            f"{_fmt(mean['t90_error'], 0)} ± {_fmt(sd['t90_error'], 0)} steps; hold-out RMSE "
-            f"{_fmt(mean['holdout_rmse'])} vs {_fmt(mean['persistence_rmse'])} for persistence."
+            f"plateau error vs the observed plateau {fmt(mean['plateau_error_vs_observed'])} ± "
+            f"{fmt(sd['plateau_error_vs_observed'])} (mean ± s.d. across seeds), i.e. "
+            f"{fmt(100 * mean['plateau_relative_error'], 2)}% of the rise; t90 error "
+            f"{fmt(mean['t90_error'], 0)} ± {fmt(sd['t90_error'], 0)} steps; hold-out RMSE "
+            f"{fmt(mean['holdout_rmse'])} vs {fmt(mean['persistence_rmse'])} for persistence."
         )
     md = ["# Forecasts from the first steps of each run", "",
           "Each run is forecast from its first steps only (the forecaster: the laws of Section 3.5 averaged by "

@@ -3,7 +3,8 @@ of the embedded default ("What the embedded default shows") read from the result
 
 :func:`collect_facts` reads each result file it is given (symbolic verification, Appendix A; the bandit's
 calibration and verdicts, Section 5.6; the warm start; each GRPO run's log, Section 4.2; Table 1's cells, Section
-5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the job times Snakemake measured)
+5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the forecast benchmark; the job
+times Snakemake measured)
 and returns plain facts; :func:`run_readme_numbers` writes them as JSON and as the README block
 (:mod:`pgrpo.tables.readme`); :func:`run_readme_update` puts the block into the README; :func:`run_readme_check`
 says whether the README's block is sound and, given a summary, whether it is that run's.
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import write_json, write_text
 from pgrpo.errors import InputError, one_line
+from pgrpo.fit.benchmark import ORACLE, summarize
 from pgrpo.tables.readme import block_errors, facts_of_block, find_block, render_block, replace_block
 
 
@@ -238,16 +240,66 @@ def timing_facts(benchmarks_dir: str, model_dirs: Sequence[str], logs: Sequence[
     return out
 
 
+#: the forecast benchmark's text columns (every other column is a number, empty when not scored)
+_TEXT_COLUMNS = {"curve", "part", "split", "column", "method", "success", "mixture", "message",
+                 "fell_back_to_persistence"}
+
+
+def _cell_value(column: str, value: str) -> Any:
+    if column in _TEXT_COLUMNS:
+        return value
+    try:
+        return float(value) if value != "" else float("nan")
+    except ValueError:
+        return value
+
+
+def forecast_facts(benchmark_csv: str, fraction: float = 0.25) -> list[dict]:
+    """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
+    forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
+    ratio to it, the 80% and 95% coverage, and the tail-mean oracle's ratio."""
+    path = Path(benchmark_csv)
+    if not path.is_file():
+        raise InputError(f"forecast benchmark {benchmark_csv}: no such file")
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in ("part", "split", "fraction", "method", "success", "rmse", "rmse_ratio")
+                   if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"forecast benchmark {benchmark_csv}: no column '{missing[0]}'")
+        records = [{k: _cell_value(k, v) for k, v in row.items()} for row in reader]
+    rows = [r for r in records if r["method"] != "all" and r["success"] == "True"
+            and abs(float(r["fraction"]) - fraction) < 1e-9]
+    if not rows:
+        raise InputError(f"forecast benchmark {benchmark_csv}: no scored row at f = {fraction}")
+    summary = summarize(rows)
+    by_cell = {(r["part"], r["split"], r["method"]): r for r in summary}
+    out = []
+    for (part, split, method), r in by_cell.items():
+        if method != "forecaster":
+            continue
+        best = r.get("best_baseline")
+        oracle = by_cell.get((part, split, ORACLE), {})
+        out.append({"part": part, "split": split, "curves": r["curves"], "rmse_ratio": _num(r["rmse_ratio"]),
+                    "noise_floor_ratio": _num(r.get("noise_floor_ratio")), "best_baseline": best,
+                    "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
+                    "ratio_to_best_baseline": _num(r["ratio_to_best_baseline"]),
+                    "coverage80": _num(r["coverage80"]), "coverage95": _num(r["coverage95"]),
+                    "oracle_ratio": _num(oracle.get("rmse_ratio")), "fraction": fraction})
+    order = {"workflow": 0, "bandit": 1, "real": 2, "overall": 3}
+    return sorted(out, key=lambda f: (order.get(f["part"], 9), {"dev": 0, "holdout": 1}.get(f["split"], 2)))
+
+
 def collect_facts(symbolic_json: str | None = None, calibration_json: str | None = None,
                   bandit_verdict_md: str | None = None, model_dirs: Sequence[str] = (), logs: Sequence[str] = (),
                   table1_summary_csv: str | None = None, fits_jsons: Sequence[str] = (),
                   diagnostics_json: str | None = None, eval_jsons: Sequence[str] = (),
-                  benchmarks_dir: str | None = None) -> dict[str, Any]:
+                  benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None) -> dict[str, Any]:
     """The README's facts from the given result files; a file that cannot be read is named under ``missing``
     (its section is left out) rather than stopping the run."""
     missing: list[str] = []
     facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
-                             "diagnostics": [], "timings": [], "missing": missing}
+                             "diagnostics": [], "forecast": [], "timings": [], "missing": missing}
 
     def attempt(what: str, func, *args):
         try:
@@ -267,6 +319,8 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
     facts["fits"] = [row for p in fits_jsons for row in (attempt(f"fits {p}", fit_facts, p) or [])]
     if diagnostics_json:
         facts["diagnostics"] = attempt("diagnostics", diagnostics_facts, diagnostics_json) or []
+    if forecast_benchmark_csv:
+        facts["forecast"] = attempt("forecast benchmark", forecast_facts, forecast_benchmark_csv) or []
     if benchmarks_dir:
         facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons)
     return json.loads(json.dumps(facts, allow_nan=False))  # plain JSON, as the README's copy will read back

@@ -23,7 +23,7 @@ from pgrpo.bandit.verdict import (
     RINGING_PERSISTENT_REPRODUCED,
     SMALL_ETA_FRACTION,
     ClaimVerdict,
-    _label_runs,
+    label_runs,
 )
 from pgrpo.tables.render import frame_cells, latex_escape, latex_table, markdown_table
 
@@ -94,7 +94,7 @@ def verdict_markdown(settings: BanditSettings, calibration: dict, sweep: pd.Data
     lines.append("")
     for (refresh, gradient), part in sweep.groupby(["refresh", "gradient"], sort=False):
         part = part.sort_values("k_ref")
-        lines.append(f"- {refresh}/{gradient}: {_label_runs(part.k_ref.to_numpy(), part.label.to_list())}")
+        lines.append(f"- {refresh}/{gradient}: {label_runs(part.k_ref.to_numpy(), part.label.to_list())}")
     lines.append("")
 
     lines += ["## Verdicts", ""]

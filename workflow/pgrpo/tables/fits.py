@@ -12,12 +12,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.fit.laws import EXPONENTIAL, THREE_PHASE
-from pgrpo.fit.least_squares import _none_to_nan
+from pgrpo.fit.least_squares import none_to_nan
 from pgrpo.tables.render import latex_table, markdown_table
 from pgrpo.tables.table1 import latex_escape
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def fmt(value: Any, digits: int = 3) -> str:
     """A number for a table: ``digits`` decimals (0: an integer), general format for very small/large values."""
     if value is None:
         return "–"
@@ -36,7 +36,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _with_se(value: float, se: float) -> str:
+def with_se(value: float, se: float) -> str:
     if value is None or not math.isfinite(value):
         return "–"
     if se is None or not math.isfinite(se):
@@ -51,9 +51,9 @@ def _fit_rows(table: Any) -> list[list[str]]:
         rate_se = rec["omega_n_se"] if math.isfinite(rec["omega_n"]) else rec["lambda_se"]
         rows.append([
             str(rec["G"]), rec["column"], rec["law"] + (" *" if rec["preferred_aic"] else ""),
-            _with_se(rec["R0"], rec["R0_se"]), _with_se(rec["R_inf"], rec["R_inf_se"]), _with_se(rate, rate_se),
-            _with_se(rec["zeta"], rec["zeta_se"]), _fmt(rec["r2"]), _fmt(rec["delta_aic"], 1),
-            _fmt(rec["akaike_weight"]), str(rec["n"]) if rec["success"] else rec["status"],
+            with_se(rec["R0"], rec["R0_se"]), with_se(rec["R_inf"], rec["R_inf_se"]), with_se(rate, rate_se),
+            with_se(rec["zeta"], rec["zeta_se"]), fmt(rec["r2"]), fmt(rec["delta_aic"], 1),
+            fmt(rec["akaike_weight"]), str(rec["n"]) if rec["success"] else rec["status"],
         ])
     return rows
 
@@ -92,8 +92,8 @@ def fit_report_markdown(payload: Mapping[str, Any], table: Any) -> str:
         if link is None or not link["valid"]:
             theory_lines.append(head + (link["message"] if link else "no three-phase fit"))
             continue
-        text = head + f"omega_n = {_with_se(link['rate'], link['rate_se'])} /step gives K = " \
-                      f"{_with_se(link['K'], link['K_se'])} (Eq. 9)"
+        text = head + f"omega_n = {with_se(link['rate'], link['rate_se'])} /step gives K = " \
+                      f"{with_se(link['K'], link['K_se'])} (Eq. 9)"
         if link.get("regime") is not None or link.get("zeta_predicted") is not None:
             text += f"; at that K theory (Eq. 10) predicts the {link.get('regime')!s} regime"
             if link.get("zeta_predicted") is not None:
@@ -105,7 +105,7 @@ def fit_report_markdown(payload: Mapping[str, Any], table: Any) -> str:
             text += f"; {link['message']}"
         exp_link = th["links"].get(EXPONENTIAL)
         if exp_link and exp_link["valid"]:
-            text += f". From the exponential's lambda (Eq. 14): K = {_with_se(exp_link['K'], exp_link['K_se'])}"
+            text += f". From the exponential's lambda (Eq. 14): K = {with_se(exp_link['K'], exp_link['K_se'])}"
         if th.get("note"):
             text += f" ({th['note']})"
         theory_lines.append(text + ".")
@@ -119,11 +119,11 @@ def fit_report_markdown(payload: Mapping[str, Any], table: Any) -> str:
                 continue
             r2 = record["fits"][THREE_PHASE]["r2"]
             ceiling_lines.append(
-                f"- **G={G}, {column}**: three-phase R² on the raw seed mean = {_fmt(r2)} against the paper's "
+                f"- **G={G}, {column}**: three-phase R² on the raw seed mean = {fmt(r2)} against the paper's "
                 f">= {c['paper_r2']}. A binary reward averaged over {c['completions_per_step']} completions per step "
                 f"and {c['n_seeds']:.3g} seed(s) carries sampling noise of s.d. ≈ {c['noise_sd']:.3f} per step "
                 f"against a fitted rise of {c['rise']:.3f}, so even the exact law could reach at most "
-                f"R² ≈ {_fmt(c['r2_ceiling'])}; the rest of the gap is noise beyond independent completions "
+                f"R² ≈ {fmt(c['r2_ceiling'])}; the rest of the gap is noise beyond independent completions "
                 f"(which {c['completions_per_step'] / int(G):.3g} prompts a step draws at G={G}). To approach the paper's R², average more completions per logged "
                 f"point (batch, seeds) or read the held-out curve, whose sampling noise is set by the eval set's size.")
     if ceiling_lines:
@@ -133,8 +133,8 @@ def fit_report_markdown(payload: Mapping[str, Any], table: Any) -> str:
         for entry in payload["g_invariance"]:
             lines.append(
                 f"- {entry['column']}, G={entry['G_a']} vs G={entry['G_b']}: ΔR_inf = {entry['R_inf_difference']:.4g}"
-                f" (z = {_fmt(entry['R_inf_z'], 2)}), Δomega_n = {entry['omega_n_difference']:.3g}"
-                f" (z = {_fmt(entry['omega_n_z'], 2)})"
+                f" (z = {fmt(entry['R_inf_z'], 2)}), Δomega_n = {entry['omega_n_difference']:.3g}"
+                f" (z = {fmt(entry['omega_n_z'], 2)})"
             )
         lines.append("")
     return "\n".join(lines)
@@ -152,27 +152,27 @@ def fit_table_latex(table: Any, model: str) -> str:
 def describe_forecast(payload: Mapping[str, Any]) -> str:
     """A few lines in words: the mixture fitted, the forecast plateau and t90 with their 80% bands, how it scored
     against persistence on what it has seen and, where the log goes on, on the rest."""
-    lines = [f"{_title(payload)}: {payload['column']}, forecaster on the first {payload['fraction']:.0%} of "
-             f"{_fmt(payload.get('total_steps'), 0)} steps"]
+    lines = [f"{title(payload)}: {payload['column']}, forecaster on the first {payload['fraction']:.0%} of "
+             f"{fmt(payload.get('total_steps'), 0)} steps"]
     if not payload.get("success"):
         return "\n".join(lines + [payload.get("message", "no forecast")])
     plateau, t90 = payload.get("plateau") or {}, payload.get("t90") or {}
     lines.append(f"  mixture: {payload.get('law')}")
     lines.append(f"  plateau (mean of the last 10% of steps): {_band(plateau)}"
-                 f"; observed {_fmt(payload.get('plateau_observed'))}")
+                 f"; observed {fmt(payload.get('plateau_observed'))}")
     lines.append(f"  t90 (steps): {_band(t90, 0)}")
     seen = payload.get("seen") or {}
     if seen.get("ratio") is not None:
         lines.append(f"  on the part already seen (first half of the window -> second half): RMSE "
-                     f"{_fmt(seen.get('rmse'))} vs persistence {_fmt(seen.get('persistence_rmse'))}")
+                     f"{fmt(seen.get('rmse'))} vs persistence {fmt(seen.get('persistence_rmse'))}")
     held = payload.get("held_out") or {}
     if held.get("rmse") is not None:
-        lines.append(f"  rest of the log: RMSE {_fmt(held['rmse'])} (persistence {_fmt(held.get('persistence_rmse'))})"
-                     f", 80% interval covers {_fmt(100 * _none_to_nan(held.get('coverage80')), 0)}%")
+        lines.append(f"  rest of the log: RMSE {fmt(held['rmse'])} (persistence {fmt(held.get('persistence_rmse'))})"
+                     f", 80% interval covers {fmt(100 * none_to_nan(held.get('coverage80')), 0)}%")
     theory = payload.get("theory_early")
     if theory:
         lines.append(f"  Eq. 9 from the early three-phase fit: K = "
-                     f"{_with_se(_none_to_nan(theory.get('K')), _none_to_nan(theory.get('K_se')))}"
+                     f"{with_se(none_to_nan(theory.get('K')), none_to_nan(theory.get('K_se')))}"
                      + (f", regime {theory['regime']}" if theory.get("regime") else f" ({theory.get('message')})"))
     for note in payload.get("notes") or []:
         lines.append(f"  note: {note}")
@@ -180,13 +180,13 @@ def describe_forecast(payload: Mapping[str, Any]) -> str:
 
 
 def _band(record: Mapping[str, Any], digits: int = 3) -> str:
-    mean, lo, hi = (_none_to_nan(record.get(k)) for k in ("mean", "lo80", "hi80"))
+    mean, lo, hi = (none_to_nan(record.get(k)) for k in ("mean", "lo80", "hi80"))
     if not math.isfinite(mean):
         return "not reached within the run"
-    return f"{_fmt(mean, digits)} (80%: {_fmt(lo, digits)} to {_fmt(hi, digits)})"
+    return f"{fmt(mean, digits)} (80%: {fmt(lo, digits)} to {fmt(hi, digits)})"
 
 
-def _title(payload: Mapping[str, Any]) -> str:
+def title(payload: Mapping[str, Any]) -> str:
     parts = [str(payload[k]) if k == "model" else f"{k}={payload[k]}" for k in ("model", "G", "seed")
              if payload.get(k) is not None]
     return " ".join(parts) or Path(payload["log"]).name

@@ -1,7 +1,7 @@
 """The README's results block ("What the embedded default shows"): every number the README quotes about a run, as
 Markdown rendered from the *facts* a run's results hold (symbolic PASS/FAIL counts, the bandit's measured p* and
 K with its verdicts, the warm start, each run's train-reward rise, Table 1, the three-phase fits of Section 4.4 /
-Figure 1, the diagnostics of Figures 2-5, job times), between the markers ``<!-- results:begin -->`` and
+Figure 1, the diagnostics of Figures 2-5, the forecast benchmark, job times), between the markers ``<!-- results:begin -->`` and
 ``<!-- results:end -->``.
 
 The block carries its facts as JSON in a comment, so that it cannot drift: :func:`block_errors` re-renders the
@@ -28,7 +28,8 @@ NO_RESULTS = ("No results yet: run `make run`, then `pgrpo readme update README.
               "writes this block from them.")
 
 #: the sections of a block, in order (each optional: a run without it leaves its line out)
-SECTIONS = ("symbolic", "bandit", "models", "train", "table1", "fits", "diagnostics", "timings", "missing")
+SECTIONS = ("symbolic", "bandit", "models", "train", "table1", "fits", "diagnostics", "forecast", "timings",
+            "missing")
 
 
 def _finite(x: Any) -> bool:
@@ -163,6 +164,32 @@ def _diagnostics(diagnostics: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    fraction = cells[0].get("fraction", 0.25) if cells else 0.25
+    header = ["part", "split", "curves", "forecaster / persistence", "noise floor", "best baseline (its ratio)",
+              "forecaster / best baseline", "80% covers", "95% covers", "oracle: the tail's own mean"]
+    rows = []
+    for c in cells:
+        best = c.get("best_baseline")
+        best_text = "persistence" if best == "persistence" else f"{best} ({_f(c.get('best_baseline_ratio'), '.3f')})"
+        ratio = _f(c.get("rmse_ratio"), ".3f")
+        met = isinstance(c.get("rmse_ratio"), (int, float)) and c["rmse_ratio"] <= 0.85
+        rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"], str(c["curves"]),
+                     f"**{ratio}**" if met else ratio, _f(c.get("noise_floor_ratio"), ".3f"), best_text,
+                     _f(c.get("ratio_to_best_baseline"), ".3f"), _pct0(c.get("coverage80")),
+                     _pct0(c.get("coverage95")), _f(c.get("oracle_ratio"), ".3f")])
+    table = markdown_table(header, rows, align=["l", "l"] + ["r"] * (len(header) - 2))
+    lines = [f"- **Forecast benchmark** (`results/forecast/benchmark.md`): cut at f = {_f(fraction, 'g')} of each "
+             "curve's steps, median held-out RMSE over persistence's (bold: at or below 0.85), the noise floor (the "
+             "held-out values' own noise s.d. over persistence's RMSE: no forecast's expected RMSE is below it), the "
+             "best baseline of the cell, and the mean coverage of the forecaster's intervals:", ""]
+    return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
+
+
+def _pct0(x: Any) -> str:
+    return f"{100 * x:.0f}%" if _finite(x) else "n/a"
+
+
 def _timings(timings: Sequence[Mapping[str, Any]]) -> list[str]:
     parts = []
     for t in timings:
@@ -189,6 +216,8 @@ def render_sections(facts: Mapping[str, Any]) -> list[str]:
         lines += _fits(facts["fits"])
     if facts.get("diagnostics"):
         lines += _diagnostics(facts["diagnostics"])
+    if facts.get("forecast"):
+        lines += _forecast(facts["forecast"])
     if facts.get("timings"):
         lines += _timings(facts["timings"])
     if facts.get("missing"):

@@ -6,7 +6,7 @@ their sympy derivations (Appendix A: :mod:`.symbolic_algebra`, :mod:`.symbolic_c
 
 from pgrpo.theory.closed_forms import *  # noqa: F401,F403
 from pgrpo.theory.closed_forms import (  # noqa: F401
-    _is_real,
-    _unit_from_rest,
-    _validate_steps,
+    is_real,
+    unit_from_rest,
+    validate_steps,
 )

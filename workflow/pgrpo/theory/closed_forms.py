@@ -89,13 +89,13 @@ def validate_inputs(eta: float, mu: float, K: float, k_ref: int, delta: float = 
         ("delta", delta, lambda v: v > 0, "must be > 0"),
     )
     for name, value, ok, why in checks:
-        if not _is_real(value) or not math.isfinite(float(value)) or not ok(float(value)):
+        if not is_real(value) or not math.isfinite(float(value)) or not ok(float(value)):
             raise InputError(f"{name}={value!r} {why}")
-    if isinstance(k_ref, bool) or not _is_real(k_ref) or float(k_ref) != int(k_ref) or int(k_ref) < 0:
+    if isinstance(k_ref, bool) or not is_real(k_ref) or float(k_ref) != int(k_ref) or int(k_ref) < 0:
         raise InputError(f"k_ref={k_ref!r} must be an integer >= 0 (refresh interval in optimizer steps)")
 
 
-def _is_real(value) -> bool:
+def is_real(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
@@ -212,7 +212,7 @@ def predicted_trajectory(r0: float, r_inf: float, steps: int, eta: float, mu: fl
     Prop. 14), ``e0 e^{alpha t} (1 - alpha t)`` (critical, Eq. 17), ``e0 e^{alpha t} (cos(w t) - alpha
     sin(w t)/w)`` with ``w = sqrt(-beta^2)`` (underdamped). For ``C <= 0`` the same formulas grow (unstable).
     """
-    steps = _validate_steps(steps)
+    steps = validate_steps(steps)
     t = np.arange(steps + 1, dtype=float) * float(delta)
     return predicted_reward(t, r0, r_inf, eta, mu, K, k_ref, delta)
 
@@ -223,10 +223,10 @@ def predicted_reward(t, r0: float, r_inf: float, eta: float, mu: float, K: float
     validate_inputs(eta, mu, K, k_ref, delta)
     m_eff, c_eff, k_eff = effective_coefficients(float(eta), float(mu), float(K), int(k_ref), float(delta))
     t = np.asarray(t, dtype=float)
-    return float(r_inf) + (float(r0) - float(r_inf)) * _unit_from_rest(t, m_eff, c_eff, k_eff)
+    return float(r_inf) + (float(r0) - float(r_inf)) * unit_from_rest(t, m_eff, c_eff, k_eff)
 
 
-def _unit_from_rest(t: np.ndarray, m: float, c: float, k: float) -> np.ndarray:
+def unit_from_rest(t: np.ndarray, m: float, c: float, k: float) -> np.ndarray:
     """Solution of ``m e'' + c e' + k e = 0``, ``e(0) = 1``, ``e'(0) = 0`` at times ``t``."""
     alpha = -c / (2.0 * m)
     beta2 = alpha * alpha - k / m
@@ -256,7 +256,7 @@ def discrete_trajectory(r0: float, r_inf: float, steps: int, eta: float, mu: flo
     ``e_{k+1} = e_k - eta K e_{k-K_ref} + mu (e_k - e_{k-1})``; returns ``r_inf + e_k`` for ``k = 0..steps``.
     """
     validate_inputs(eta, mu, K, k_ref)
-    steps = _validate_steps(steps)
+    steps = validate_steps(steps)
     k_ref = int(k_ref)
     lead = max(k_ref, 1)
     e = np.empty(steps + 1 + lead)
@@ -296,7 +296,7 @@ def discrete_critical_k_ref(eta: float, mu: float, K: float, max_k_ref: int = 10
     return hi
 
 
-def _validate_steps(steps) -> int:
-    if isinstance(steps, bool) or not _is_real(steps) or float(steps) != int(steps) or int(steps) < 0:
+def validate_steps(steps) -> int:
+    if isinstance(steps, bool) or not is_real(steps) or float(steps) != int(steps) or int(steps) < 0:
         raise InputError(f"steps={steps!r} must be an integer >= 0")
     return int(steps)

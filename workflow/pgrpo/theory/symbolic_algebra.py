@@ -114,7 +114,7 @@ class Claim:
 
 
 # helpers
-def _text(expr) -> str:
+def text(expr) -> str:
     """Readable one-line text of an expression (sympy's ``sstr``; never ``srepr``)."""
     return sp.sstr(expr)
 
@@ -150,34 +150,34 @@ def compare(derived, paper, n_points: int = 6) -> tuple[bool, dict | None]:
         d_val, p_val = _numeric(derived, point), _numeric(paper, point)
         if abs(d_val - p_val) > 1e-9 * (1.0 + abs(p_val)):
             cex = {sym.name: float(val) for sym, val in point.items()}
-            cex.update(derived=_num_json(d_val), paper=_num_json(p_val))
+            cex.update(derived=num_json(d_val), paper=num_json(p_val))
             return False, cex
     return False, {"note": "sympy could not reduce derived - paper to 0; equal at every sampled point (unproved)"}
 
 
-def _num_json(value: complex) -> float | list[float]:
+def num_json(value: complex) -> float | list[float]:
     return float(value.real) if abs(value.imag) < 1e-12 else [float(value.real), float(value.imag)]
 
 
-def _claim(id: str, title: str, paper_ref: str, derived: str, paper: str, detail: str,
+def make_claim(id: str, title: str, paper_ref: str, derived: str, paper: str, detail: str,
            checks: list[Check], counterexample: dict | None = None) -> Claim:
     verdict = PASS if all(c.passed for c in checks) else FAIL
     return Claim(id=id, title=title, paper_ref=paper_ref, verdict=verdict, derived=derived, paper=paper,
                  detail=detail, counterexample=None if verdict == PASS else counterexample, checks=tuple(checks))
 
 
-def _compare_check(name: str, derived, paper, cexs: list) -> Check:
+def compare_check(name: str, derived, paper, cexs: list) -> Check:
     ok, cex = compare(derived, paper)
     if not ok:
         cexs.append({"check": name, **(cex or {})})
-    return Check(name, ok, f"derived {_text(derived)}  vs  paper {_text(paper)}")
+    return Check(name, ok, f"derived {text(derived)}  vs  paper {text(paper)}")
 
 
-def _first_cex(cexs: list) -> dict | None:
+def first_cex(cexs: list) -> dict | None:
     return cexs[0] if cexs else None
 
 
-def _series_coeffs(expr, x: sp.Symbol, order: int) -> list:
+def series_coeffs(expr, x: sp.Symbol, order: int) -> list:
     """Taylor coefficients of ``expr`` in ``x`` up to and including ``x**order``."""
     ser = sp.expand(sp.series(expr, x, 0, order + 1).removeO())
     return [sp.simplify(ser.coeff(x, n)) for n in range(order + 1)]
@@ -194,10 +194,10 @@ def _dn(n: int):
     return _e(_tt) if n == 0 else sp.Derivative(_e(_tt), (_tt, n))
 
 
-def _derivative_text(expr) -> str:
+def derivative_text(expr) -> str:
     """Text of an expression in e(t) and its derivatives, written e, e', e'', e'''."""
     names = {_dn(n): sp.Symbol("e" + "'" * n) for n in range(5, -1, -1)}
-    return _text(sp.factor(sp.expand(expr).subs(names)))
+    return text(sp.factor(sp.expand(expr).subs(names)))
 
 
 def derive_eq6(order: int = 3) -> dict:
@@ -254,7 +254,7 @@ PAPER_C_EFF = ((1 - mu) - K * eta * tau) / eta
 PAPER_ZETA = ((1 - mu) - K * eta * tau) / sp.sqrt(2 * K * eta * ((1 + mu) + K * eta * tau**2))
 
 
-def _mode_pairs():
+def mode_pairs():
     """Map roots and ODE modes as functions of eps = eta K and nu = 1 - mu (delta drops out, x = s delta)."""
     z, x = sp.Symbol("z"), sp.Symbol("x")
     mu_nu = 1 - nu
@@ -289,7 +289,7 @@ def routh_first_column(coeffs: list) -> list:
     return [r[0] for r in rows[: n + 1]]
 
 
-def _sign_changes(column: list) -> int | None:
+def sign_changes(column: list) -> int | None:
     signs = []
     for entry in column:
         if entry.is_positive:
@@ -302,7 +302,7 @@ def _sign_changes(column: list) -> int | None:
 
 
 # Corollary 13
-def _from_rest_two_exponential():
+def from_rest_two_exponential():
     """e(t) = A1 exp(s1 t) + A2 exp(s2 t) solving M e'' + C e' + K e = 0, e(0) = e0, e'(0) = 0 (distinct poles)."""
     s = sp.Symbol("s")
     s1, s2 = sp.solve(M_ * s**2 + C_ * s + K, s)

@@ -20,7 +20,7 @@ import numpy as np
 from pgrpo.diagnose.modes.no_learning import rise, rise_test
 from pgrpo.diagnose.modes.record import CONCENTRATION, ModeVerdict, clear, flagged, not_run
 from pgrpo.diagnose.modes.signals import Curve, change_onset, curve, missing_reason, persistent_onset
-from pgrpo.diagnose.numerics import _fmt, _pct
+from pgrpo.diagnose.numerics import fmt, pct
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -61,7 +61,7 @@ def concentration(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
         return not_run(CONCENTRATION, why, missing, thresholds=thresholds)
     early, late = entropy_levels(entropy, config)
     if not early > 0:
-        return not_run(CONCENTRATION, f"early entropy {_fmt(early)} is not positive", thresholds=thresholds)
+        return not_run(CONCENTRATION, f"early entropy {fmt(early)} is not positive", thresholds=thresholds)
     ratio = late / early
     numbers = {"entropy_initial": early, "entropy_late": late, "entropy_ratio": ratio, "entropy_change": ratio - 1,
                "noise_sd": entropy.sd}
@@ -69,15 +69,15 @@ def concentration(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     kl_text = "KL not logged (beta = 0?)"
     if kl is not None:
         numbers.update({"kl_early": kl.early, "kl_late": kl.late})
-        kl_text = f"KL {_fmt(kl.early)} -> {_fmt(kl.late)}"
-    text = f"entropy {_fmt(early)} -> {_fmt(late)} ({_pct(ratio - 1)}); {kl_text}"
+        kl_text = f"KL {fmt(kl.early)} -> {fmt(kl.late)}"
+    text = f"entropy {fmt(early)} -> {fmt(late)} ({pct(ratio - 1)}); {kl_text}"
     if ratio >= cfg.explosion_factor:
         onset = _onset(entropy, early, early * cfg.explosion_factor, +1, config)
         return flagged(CONCENTRATION, "entropy explosion", f"{text}: explosion at >= x{cfg.explosion_factor:g}",
                        onset, ratio / cfg.explosion_factor, dict(numbers, direction="explosion"), thresholds)
     if ratio > 1 - cfg.collapse_drop:
         verdict = "entropy stable" if abs(ratio - 1) < cfg.collapse_drop / 2 else "entropy moved, within bounds"
-        return clear(CONCENTRATION, verdict, f"{text}: collapse at <= {_pct(-cfg.collapse_drop)}, explosion at >= "
+        return clear(CONCENTRATION, verdict, f"{text}: collapse at <= {pct(-cfg.collapse_drop)}, explosion at >= "
                                              f"x{cfg.explosion_factor:g}", numbers, thresholds)
     onset = _onset(entropy, early, early * (1 - cfg.collapse_drop), -1, config)
     t_sat, rose = saturation_step(curve(curves, "reward", config), config)
@@ -85,9 +85,9 @@ def concentration(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     margin = (1 - ratio) / cfg.collapse_drop
     if rose and t_sat is not None and onset >= t_sat:
         return clear(CONCENTRATION, "entropy collapse after saturation (benign)",
-                     f"{text}; the fall began at step {_fmt(onset)}, after the reward reached "
-                     f"{cfg.saturation_fraction:.0%} of its rise (step {_fmt(t_sat)})", numbers, thresholds)
-    when = (f"before the reward reached {cfg.saturation_fraction:.0%} of its rise (step {_fmt(t_sat)})" if rose
+                     f"{text}; the fall began at step {fmt(onset)}, after the reward reached "
+                     f"{cfg.saturation_fraction:.0%} of its rise (step {fmt(t_sat)})", numbers, thresholds)
+    when = (f"before the reward reached {cfg.saturation_fraction:.0%} of its rise (step {fmt(t_sat)})" if rose
             else "while the reward did not rise beyond its noise")
-    return flagged(CONCENTRATION, "entropy collapse", f"{text}; the fall began at step {_fmt(onset)}, {when}", onset,
+    return flagged(CONCENTRATION, "entropy collapse", f"{text}; the fall began at step {fmt(onset)}, {when}", onset,
                    margin, numbers, thresholds)

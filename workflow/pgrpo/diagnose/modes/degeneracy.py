@@ -20,7 +20,7 @@ import numpy as np
 
 from pgrpo.diagnose.modes.record import DEGENERACY, ModeVerdict, clear, flagged, not_run
 from pgrpo.diagnose.modes.signals import curve, persistent_onset, reward_position, smooth, smoothing_window
-from pgrpo.diagnose.numerics import _fmt, _window_mask
+from pgrpo.diagnose.numerics import fmt, window_mask
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -55,19 +55,19 @@ def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     high = share_smooth >= cfg.frac_high
     stuck = high & (position <= cfg.stuck_position)
     saturated = high & ~stuck
-    late = _window_mask(steps, config.late_fraction, late=True)
-    early = _window_mask(steps, config.early_fraction, late=False)
+    late = window_mask(steps, config.late_fraction, late=True)
+    early = window_mask(steps, config.early_fraction, late=False)
     late_share = float(np.mean(share[late]))
     numbers = {"source": source, "late_share": late_share, "early_share": float(np.mean(share[early])),
                "late_stuck_fraction": float(np.mean(stuck[late])),
                "late_saturated_fraction": float(np.mean(saturated[late])),
                "late_position": float(np.mean(position[late])), "reward_lo": where.lo, "reward_hi": where.hi,
                "range_source": where.source, "reward_moved": where.moved, "limiting_column": where.limiting}
-    pos_text = (f"reward at {numbers['late_position']:.0%} of its range [{_fmt(where.lo)}, {_fmt(where.hi)}] "
+    pos_text = (f"reward at {numbers['late_position']:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] "
                 f"({where.source}" + (f"; lowest: {where.limiting}" if where.limiting != "reward" else "") + ")"
                 if where.moved or config.modes.reward_range is not None
-                else f"reward never moved beyond its noise (range [{_fmt(where.lo)}, {_fmt(where.hi)}])")
-    text = (f"zero-spread share late {_fmt(late_share)} ({source}; high at >= {cfg.frac_high:g}); {pos_text}; "
+                else f"reward never moved beyond its noise (range [{fmt(where.lo)}, {fmt(where.hi)}])")
+    text = (f"zero-spread share late {fmt(late_share)} ({source}; high at >= {cfg.frac_high:g}); {pos_text}; "
             f"late window {numbers['late_stuck_fraction']:.0%} stuck, {numbers['late_saturated_fraction']:.0%} "
             "saturated")
     onset = persistent_onset(steps, stuck, config.modes.persistence)

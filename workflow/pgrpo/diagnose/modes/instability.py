@@ -40,7 +40,7 @@ from pgrpo.diagnose.modes.signals import (
     persistent_onset,
     spikes,
 )
-from pgrpo.diagnose.numerics import _fmt
+from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import DiagnosticResult, RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 from pgrpo.diagnose.stability import log_growth
@@ -58,13 +58,13 @@ def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, co
             "spikes_with_reward_crash": crashed[:20], "burst_start": None if burst is None else float(c.steps[burst])}
     if idx.size == 0:
         return info
-    listed = ", ".join(_fmt(s) for s in steps[:6]) + (" ..." if idx.size > 6 else "")
+    listed = ", ".join(fmt(s) for s in steps[:6]) + (" ..." if idx.size > 6 else "")
     text = f"{idx.size} {name} spike(s) at step(s) {listed}"
     if crashed:
-        text += f", the reward crashing after {', '.join(_fmt(s) for s in crashed[:4])}"
+        text += f", the reward crashing after {', '.join(fmt(s) for s in crashed[:4])}"
     if burst is not None:
         text += f", {stab.spikes_unstable} or more within {2 * stab.spike_window} logged points from step " \
-                f"{_fmt(c.steps[burst])}"
+                f"{fmt(c.steps[burst])}"
     if burst is not None or crashed:
         onset = min(([float(c.steps[burst])] if burst is not None else []) + crashed[:1])
         signals.append({"kind": f"{name} spikes", "unstable": True, "step": onset, "text": text,
@@ -110,7 +110,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
     numbers: dict[str, Any] = {}
     for column, steps in non_finite.items():
         signals.append({"kind": "divergence", "unstable": True, "step": min(steps), "margin": math.inf,
-                        "text": f"'{column}' NaN or infinite from step {_fmt(min(steps))} ({len(steps)} value(s))"})
+                        "text": f"'{column}' NaN or infinite from step {fmt(min(steps))} ({len(steps)} value(s))"})
     if grad is not None:
         zero_spread = _zero_spread(curves, grad.steps)
         reference = None if zero_spread is None else ~zero_spread
@@ -126,7 +126,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
             signals.append({"kind": "grad_norm growth", "unstable": True,
                             "step": start if start is not None else float(grad.steps[grad.n // 2]),
                             "margin": growth / stab.growth_unstable,
-                            "text": f"grad_norm x{_fmt(growth)} over the last half (log-linear R^2 {_fmt(r2, 2)})"})
+                            "text": f"grad_norm x{fmt(growth)} over the last half (log-linear R^2 {fmt(r2, 2)})"})
         if zero_spread is not None:
             positive = grad.values[grad.values > 0]
             tiny = 1e-6 * float(np.median(positive)) if positive.size else 0.0
@@ -151,7 +151,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
             start = persistent_onset(is_max.steps, is_max.values >= stab.is_ratio_high, config.modes.persistence)
             signals.append({"kind": "IS ratio (high side)", "unstable": True, "step": start or float(is_max.steps[0]),
                             "margin": late / stab.is_ratio_high,
-                            "text": f"IS-ratio max late median {_fmt(late)} (diverging at >= {stab.is_ratio_high:g})"})
+                            "text": f"IS-ratio max late median {fmt(late)} (diverging at >= {stab.is_ratio_high:g})"})
     if is_mean is not None:
         late = float(np.median(is_mean.values[is_mean.late_mask(0.5)]))
         numbers["is_ratio_mean_late_median"] = late
@@ -159,7 +159,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
             start = persistent_onset(is_mean.steps, is_mean.values <= cfg.is_ratio_low, config.modes.persistence)
             signals.append({"kind": "IS ratio (low side)", "unstable": True, "step": start or float(is_mean.steps[0]),
                             "margin": cfg.is_ratio_low / max(late, 1e-12),
-                            "text": f"IS-ratio mean late median {_fmt(late)} (policy far from the sampler at <= "
+                            "text": f"IS-ratio mean late median {fmt(late)} (policy far from the sampler at <= "
                                     f"{cfg.is_ratio_low:g})"})
     if entropy is not None and reward is not None:
         early, _ = entropy_levels(entropy, config)
@@ -174,14 +174,14 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
                                             "reward_crash": crashed}
             if crashed:
                 signals.append({"kind": "divergence", "unstable": True, "step": start, "margin": peak / early / factor,
-                                "text": f"entropy x{_fmt(peak / early)} from step {_fmt(start)} with the reward "
-                                        f"crashing by {_fmt(drop)}"})
+                                "text": f"entropy x{fmt(peak / early)} from step {fmt(start)} with the reward "
+                                        f"crashing by {fmt(drop)}"})
     if prop9:
         ratio = prop9.get("threshold_ratio", float("nan"))
         numbers["prop9"] = prop9
         if math.isfinite(ratio) and ratio >= stab.threshold_warning:
             signals.append({"kind": "Prop. 9", "unstable": ratio >= 1, "step": curves.first_step, "margin": ratio,
-                            "text": f"Prop. 9: K eta K_ref / (1 - mu) = {_fmt(ratio)} (unstable at >= 1)"})
+                            "text": f"Prop. 9: K eta K_ref / (1 - mu) = {fmt(ratio)} (unstable at >= 1)"})
     numbers["signals"] = [{k: v for k, v in s.items()} for s in signals]
     unstable = [s for s in signals if s["unstable"]]
     warnings = [s for s in signals if not s["unstable"]]

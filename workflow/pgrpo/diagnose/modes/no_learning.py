@@ -21,7 +21,7 @@ import numpy as np
 
 from pgrpo.diagnose.modes.record import NO_LEARNING, ModeVerdict, clear, flagged, not_run
 from pgrpo.diagnose.modes.signals import curve, max_bias, missing_reason
-from pgrpo.diagnose.numerics import _fit_summary, _fmt, fit_three_phase_curve, least_squares_line
+from pgrpo.diagnose.numerics import fit_summary, fit_three_phase_curve, fmt, least_squares_line
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -61,18 +61,18 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
         return not_run(NO_LEARNING, why, missing, thresholds=thresholds)
     numbers = rise_test(reward, cfg.rise_over_noise)
     fit = (fits or {}).get("reward") or fit_three_phase_curve(reward.steps, reward.values)
-    numbers["forecast"] = _fit_summary(fit)
+    numbers["forecast"] = fit_summary(fit)
     plateau = getattr(fit, "R_inf", float("nan")) if getattr(fit, "success", False) else float("nan")
     numbers["forecast_plateau"] = plateau
     numbers["forecast_rise"] = plateau - reward.early if math.isfinite(plateau) else float("nan")
-    noise = (f"noise s.d. {_fmt(reward.sd)} per logged point from first differences, s.e. of the difference "
-             f"{_fmt(numbers['se_net'])}")
-    forecast = (f"; forecast plateau R_inf {_fmt(plateau)}" if math.isfinite(plateau)
+    noise = (f"noise s.d. {fmt(reward.sd)} per logged point from first differences, s.e. of the difference "
+             f"{fmt(numbers['se_net'])}")
+    forecast = (f"; forecast plateau R_inf {fmt(plateau)}" if math.isfinite(plateau)
                 else f"; no forecast plateau ({getattr(fit, 'message', 'no fit')})")
-    text = (f"reward {_fmt(reward.early)} -> {_fmt(reward.late)} (net {_fmt(numbers['net_rise'])}, threshold "
-            f"{_fmt(numbers['net_threshold'])}; peak rise {_fmt(numbers['peak_rise'])}, threshold "
-            f"{_fmt(numbers['peak_threshold'])}; linear trend {_fmt(numbers['trend_rise'])}, threshold "
-            f"{_fmt(numbers['trend_threshold'])}; {noise}){forecast}")
+    text = (f"reward {fmt(reward.early)} -> {fmt(reward.late)} (net {fmt(numbers['net_rise'])}, threshold "
+            f"{fmt(numbers['net_threshold'])}; peak rise {fmt(numbers['peak_rise'])}, threshold "
+            f"{fmt(numbers['peak_threshold'])}; linear trend {fmt(numbers['trend_rise'])}, threshold "
+            f"{fmt(numbers['trend_threshold'])}; {noise}){forecast}")
     if rise(numbers):
         return clear(NO_LEARNING, "learning", text, numbers, thresholds)
     if -numbers["net_rise"] > numbers["net_threshold"]:

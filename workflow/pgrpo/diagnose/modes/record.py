@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgrpo.diagnose.records import _plain
+from pgrpo.diagnose.records import plain
 
 HACKING = "hacking"
 DEGENERACY = "degeneracy"
@@ -68,7 +68,7 @@ class ModeVerdict:
         out = {"flagged": self.flagged, "onset_step": self.onset_step, "severity": self.severity,
                "verdict": self.verdict, "reason": self.reason, "numbers": self.numbers,
                "thresholds": self.thresholds, "missing": self.missing}
-        return _plain(out)
+        return plain(out)
 
 
 def flagged(mode: str, verdict: str, reason: str, onset: float | None, margin: float, numbers: dict[str, Any],
@@ -120,11 +120,11 @@ class RunVerdicts:
         else:
             line = "healthy: no failure mode flagged" + (f" ({len(unchecked)} could not run: "
                                                          f"{', '.join(unchecked)})" if unchecked else "")
-        return _plain({"healthy": not hits, "flagged": ordered, "first_step_to_look_at": first, "line": line,
+        return plain({"healthy": not hits, "flagged": ordered, "first_step_to_look_at": first, "line": line,
                        "not_checked": unchecked, "rule_set": self.rule_set})
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain({"rule_set": self.rule_set, "model": self.model, "G": self.G, "source": self.source,
+        return plain({"rule_set": self.rule_set, "model": self.model, "G": self.G, "source": self.source,
                        "first_step": self.first_step, "last_step": self.last_step, "n_points": self.n_points,
                        "summary": self.summary(), "modes": {m: self.modes[m].to_dict() for m in MODES
                                                             if m in self.modes}})

@@ -19,7 +19,7 @@ import numpy as np
 
 from pgrpo.diagnose.modes.record import REGRESSION, ModeVerdict, clear, flagged, not_run
 from pgrpo.diagnose.modes.signals import Curve, change_onset, components, curve, max_bias, missing_reason
-from pgrpo.diagnose.numerics import _fmt
+from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -74,9 +74,9 @@ def regression(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                                                default=None)
 
     def text(r: dict[str, Any]) -> str:
-        return (f"{r['column']} peaked at {_fmt(r['peak'])} (step {_fmt(r['peak_step'])}) and ends at "
-                f"{_fmt(r['late'])}: drop {_fmt(r['drop'])} (threshold {_fmt(r['drop_threshold'])}, noise s.d. "
-                f"{_fmt(r['noise_sd'])}), {r['drop_share_of_gain']:.0%} of its gain "
+        return (f"{r['column']} peaked at {fmt(r['peak'])} (step {fmt(r['peak_step'])}) and ends at "
+                f"{fmt(r['late'])}: drop {fmt(r['drop'])} (threshold {fmt(r['drop_threshold'])}, noise s.d. "
+                f"{fmt(r['noise_sd'])}), {r['drop_share_of_gain']:.0%} of its gain "
                 f"(regression at >= {cfg.min_drop_fraction:.0%})")
 
     if hit is None:

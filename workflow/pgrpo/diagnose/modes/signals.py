@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pgrpo.diagnose.numerics import _window_mask
+from pgrpo.diagnose.numerics import window_mask
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 from pgrpo.fit.intervals import robust_noise_sd
@@ -85,10 +85,10 @@ class Curve:
         return self.sd / math.sqrt(self.window)
 
     def late_mask(self, fraction: float) -> np.ndarray:
-        return _window_mask(self.steps, fraction, late=True)
+        return window_mask(self.steps, fraction, late=True)
 
     def early_mask(self, fraction: float) -> np.ndarray:
-        return _window_mask(self.steps, fraction, late=False)
+        return window_mask(self.steps, fraction, late=False)
 
 
 def missing_reason(curves: RunCurves, column: str, config: DiagnosticsConfig) -> tuple[str, list[str]]:
@@ -107,8 +107,8 @@ def curve(curves: RunCurves, column: str, config: DiagnosticsConfig, minimum: in
     if steps.size < (minimum or config.modes.min_points):
         return None
     window = smoothing_window(steps.size, config.modes.smoothing_fraction)
-    early_mask = _window_mask(steps, config.early_fraction, late=False)
-    late_mask = _window_mask(steps, config.late_fraction, late=True)
+    early_mask = window_mask(steps, config.early_fraction, late=False)
+    late_mask = window_mask(steps, config.late_fraction, late=True)
     return Curve(column, steps, values, smooth(values, window), window, noise_sd(values),
                  float(np.mean(values[early_mask])), float(np.mean(values[late_mask])), int(early_mask.sum()),
                  int(late_mask.sum()))
@@ -247,6 +247,6 @@ def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig)
         lower = p_pos < position
         limiting[lower] = column
         position = np.minimum(position, p_pos)
-    late = _window_mask(reward.steps, config.late_fraction, late=True)
+    late = window_mask(reward.steps, config.late_fraction, late=True)
     names, counts = np.unique(limiting[late], return_counts=True)
     return Position(reward.steps, position, lo, hi, "the run's own range", bool(moved), str(names[np.argmax(counts)]))

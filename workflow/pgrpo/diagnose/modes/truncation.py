@@ -17,7 +17,7 @@ import numpy as np
 
 from pgrpo.diagnose.modes.record import TRUNCATION, ModeVerdict, clear, flagged, not_run
 from pgrpo.diagnose.modes.signals import change_onset, curve, persistent_onset
-from pgrpo.diagnose.numerics import _fmt
+from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 
@@ -56,10 +56,10 @@ def truncation(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
         if not pinned:
             return not_run(TRUNCATION, f"no '{CLIPPED}' and no cap known (give --max-completion-length or "
                                        "diagnostics.modes.truncation.max_completion_length); mean length not pinned "
-                                       f"(late {_fmt(np.mean(late))}, s.d./mean {_fmt(cv)}, run maximum {_fmt(top)})",
+                                       f"(late {fmt(np.mean(late))}, s.d./mean {fmt(cv)}, run maximum {fmt(top)})",
                            [CLIPPED], numbers, thresholds)
         onset = persistent_onset(length.steps, length.values >= 0.99 * top, persist)
-        text = (f"mean length pinned at {_fmt(top)} tokens over the late window (s.d./mean {_fmt(cv)} < "
+        text = (f"mean length pinned at {fmt(top)} tokens over the late window (s.d./mean {fmt(cv)} < "
                 f"{cfg.pinned_cv:g}): an inferred cap; no '{CLIPPED}' logged")
         return flagged(TRUNCATION, "completions pinned at a length cap", text, onset, cfg.pinned_cv / max(cv, 1e-12),
                        numbers, thresholds, severity="high")
@@ -72,7 +72,7 @@ def truncation(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     numbers = {"source": CLIPPED if clipped is not None else LENGTH, "late_level": late, "median_level": median,
                "share_at_or_above": float(hits.mean()), "threshold": threshold,
                "peak_level": float(np.max(values))}
-    text = (f"{what}: late {_fmt(late)}, median {_fmt(median)}, {hits.mean():.0%} of the logged steps at or above "
+    text = (f"{what}: late {fmt(late)}, median {fmt(median)}, {hits.mean():.0%} of the logged steps at or above "
             f"{threshold:g}")
     if late < threshold and median < threshold:
         return clear(TRUNCATION, "completions end before the cap", text, numbers, thresholds)
