@@ -483,3 +483,24 @@ def test_run_diagnose_writes_json_markdown_and_figures(tmp_path):
     data = json.loads((tmp_path / "d.json").read_text())
     assert data["diagnostics"]["reward_hacking"]["verdict"] == CO_SATURATING
     assert (tmp_path / "fig" / "figure2.pdf").is_file() and (tmp_path / "fig" / "figure5.png").is_file()
+
+
+def test_a_solved_task_is_saturation_not_collapse_and_a_mid_range_sigma_fall_is_collapse():
+    """A binary reward rising 0.2 -> 0.95 with sigma^2 = p (1 - p) (the binomial ceiling: its late/early ratio is
+    what saturation explains) and zero-spread groups climbing to 0.8 is a solved task; the same groups with sigma^2
+    falling to a tenth while the reward stops at 0.7 (ceiling ratio 0.21 / 0.16 > 1) are Figure 3's collapse."""
+    def p_solved(x):
+        return 0.2 + 0.75 * x
+
+    solved = mode_collapse(curves(_mode_frame(lambda x: p_solved(x) * (1 - p_solved(x)), lambda x: 0.1 + 0.7 * x)
+                                  .assign(reward=lambda f: p_solved(f["step"] / f["step"].iloc[-1]))))
+    assert solved.numbers["saturated"] is True and solved.verdict == HEALTHY
+    assert solved.reason.startswith("reward at") and "not a collapse" in solved.reason
+
+    def p_mid(x):
+        return 0.2 + 0.5 * x
+
+    collapsed = mode_collapse(curves(_mode_frame(lambda x: 0.2 * (1 - 0.9 * x), lambda x: 0.1 + 0.7 * x)
+                                     .assign(reward=lambda f: p_mid(f["step"] / f["step"].iloc[-1]))))
+    assert collapsed.numbers["saturated"] is False and collapsed.verdict == COLLAPSE
+    assert "collapsed beyond saturation" in collapsed.reason

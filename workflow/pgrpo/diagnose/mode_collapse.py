@@ -101,11 +101,17 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
             frac_state = "near zero" if late < cfg.frac_zero_std_max / 2 else "moderate"
             fine.append(text)
     numbers.update({"sigma_state": sigma_state, "frac_state": frac_state})
+    saturated = False
     if frac_state in ("high", "climbing"):
-        notes.append(_saturation_note(curves, config, numbers))
+        note, saturated = _saturation_note(curves, config, numbers)
+        notes.append(note)
+    numbers["saturated"] = saturated
     missing_text = "; ".join(f"'{m}' missing" for m in missing)
     parts = issues + notes + fine + ([missing_text] if missing_text else [])
-    if sigma_state == "drifting down" and frac_state in ("high", "climbing"):
+    if saturated and sigma_state != "drifting up":
+        verdict = HEALTHY  # a solved task: all-correct groups have zero spread, and sigma^2 falls with them
+        parts = notes + issues + fine + ([missing_text] if missing_text else [])
+    elif sigma_state == "drifting down" and frac_state in ("high", "climbing"):
         verdict = COLLAPSE
     elif issues:
         verdict = WARNING
@@ -117,19 +123,53 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
                             missing)
 
 
-def _saturation_note(curves: RunCurves, config: DiagnosticsConfig, numbers: dict[str, Any]) -> str:
-    """Where the reward sits in its range when the collapsed-prompt fraction is high: at the top the zero-spread
-    groups are solved prompts (saturation), at the bottom dead ones (see ``modes.degeneracy``)."""
+#: saturation explains a fall of sigma^2 when sigma^2 keeps at least this share of the fall of the bounded-variance
+#: ceiling (m - lo)(hi - m) between the early and the late reward level (Bhatia-Davis; p(1 - p) for a binary reward)
+SATURATION_SIGMA_SHARE = 0.75
+
+
+def _saturation_note(curves: RunCurves, config: DiagnosticsConfig, numbers: dict[str, Any]) -> tuple[str, bool]:
+    """Where the reward sits in its range when the collapsed-prompt fraction is high, and whether that is
+    saturation. At the top the zero-spread groups are solved prompts, at the bottom dead ones (``modes.degeneracy``
+    draws the same line). Saturation is read only on a known range (``diagnostics.modes.reward_range``, or [0, 1]
+    when every reward lies in it; the run's own range puts any rise at its top) and only where the fall of sigma^2
+    is no steeper than the approach to the top explains: the late/early ratio of sigma^2 at least
+    :data:`SATURATION_SIGMA_SHARE` of that of the ceiling ``q (1 - q)`` at the early and late reward positions ``q``
+    (sigma^2 that falls while the reward sits mid-range is the collapse of Figure 3, not saturation)."""
     reward = curve(curves, "reward", config)
     if reward is None:
-        return "reward not logged: saturation and degeneracy not told apart"
+        return "reward not logged: saturation and degeneracy not told apart", False
     where = reward_position(curves, reward, config)
     late = float(np.mean(where.position[reward.late_mask(config.late_fraction)])) if where.moved else 0.0
     numbers["reward_position_late"] = late
-    reading = ("saturation: the reward is at the top of its range, the zero-spread groups are solved prompts"
-               if late > config.modes.degeneracy.stuck_position else
-               "the reward is in the lower part of its range: degenerate groups (stuck)")
-    return f"reward at {late:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] late: {reading} (modes.degeneracy)"
+    text = f"reward at {late:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] late"
+    if late <= config.modes.degeneracy.stuck_position:
+        return f"{text}: the reward is in the lower part of its range: degenerate groups (stuck) (modes.degeneracy)", \
+            False
+    steps, values, _ = curves.series("reward")
+    known = config.modes.reward_range
+    if known is None and values.size and float(np.min(values)) >= 0.0 and float(np.max(values)) <= 1.0:
+        known = (0.0, 1.0)
+    if known is None:
+        return (f"{text}, the run's own range: saturation (solved prompts) or collapse not told apart without the "
+                "reward's range (diagnostics.modes.reward_range)"), False
+    lo, hi = float(known[0]), float(known[1])
+    early_level, late_level = early_late_levels(steps, values, config.early_fraction, config.late_fraction)
+    q_early, q_late = (float(np.clip((v - lo) / (hi - lo), 0.0, 1.0)) for v in (early_level, late_level))
+    ceiling_ratio = q_late * (1 - q_late) / max(q_early * (1 - q_early), 1e-12)
+    early_s, late_s = numbers.get("sigma2_over_G_early"), numbers.get("sigma2_over_G_late")
+    observed = late_s / early_s if early_s and late_s is not None and early_s > 0 else None
+    numbers.update({"reward_position_late_known_range": q_late, "sigma2_ceiling_ratio": ceiling_ratio,
+                    "sigma2_observed_ratio": observed, "saturation_sigma_share": SATURATION_SIGMA_SHARE})
+    text = f"reward at {q_late:.0%} of its range [{fmt(lo)}, {fmt(hi)}] late"
+    if q_late <= config.modes.degeneracy.stuck_position:
+        return (f"{text}: not at the top of its range, so the zero-spread groups are not solved prompts alone "
+                "(saturation does not explain them)"), False
+    if observed is not None and observed < SATURATION_SIGMA_SHARE * ceiling_ratio:
+        return (f"{text}, but sigma^2 fell to {observed:.2f}x its early level where the approach to the top explains "
+                f"{ceiling_ratio:.2f}x: groups collapsed beyond saturation"), False
+    return (f"{text}: saturation: the reward is at the top of its range, the zero-spread groups are solved prompts, "
+            "not a collapse (modes.degeneracy)"), True
 
 
 def mode_collapse_across_G(per_G: Sequence[DiagnosticResult],
