@@ -1,6 +1,6 @@
 """The seven failure modes of ``pgrpo diagnose`` (pgrpo.diagnose.modes) and the toolkit's rule set.
 
-Each mode fires on a log built to show it (the planted logs of benchmarks/diagnose/planted.py, simulated from GRPO's
+Each mode fires on a log built to show it (the planted logs of pgrpo.diagnose.planted, simulated from GRPO's
 mechanics with a fixed seed, and small hand-built logs) and stays silent on the others and on healthy logs; its
 ``onset_step`` lands within ``max(10% of the step span, 2 logging intervals)`` of the planted onset. The pairs a
 practitioner confuses are told apart: degeneracy vs saturation, entropy collapse vs explosion vs benign sharpening,
@@ -9,7 +9,6 @@ no learning vs learning, regression vs a noisy plateau, recurring spikes vs an i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -19,23 +18,15 @@ import pytest
 
 from pgrpo.cli import main
 from pgrpo.diagnose.modes.record import MODES
+from pgrpo.diagnose.planted import SEED, planted_logs
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import diagnostics_config
 from pgrpo.errors import InputError
 from pgrpo.stages.diagnose import diagnose_log, run_diagnose, run_diagnostics
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
-def _planted_module():
-    spec = importlib.util.spec_from_file_location("planted", ROOT / "benchmarks" / "diagnose" / "planted.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PLANTED = _planted_module()
-CASES = PLANTED.planted_logs(PLANTED.SEED)
+CASES = planted_logs(SEED)
 
 
 def write_log(tmp_path: Path, name: str, history, **extra) -> Path:
@@ -385,3 +376,41 @@ def test_run_curves_of_a_hand_frame_can_be_diagnosed_directly():
     frame = pd.DataFrame({"step": steps, "reward": 0.5 + 0 * steps})
     report = diagnose_curves(RunCurves("m", None, frame, "hand"), diagnostics_config(None))
     assert report.verdicts.modes["no_learning"].flagged is True
+
+
+# --- the diagnose benchmark (pgrpo diagnose-benchmark, rule diagnose_benchmark) ------------------------------------
+
+
+def test_benchmark_scoring_by_hand():
+    """Two logs, one mode each way: a found failure with its onset 12 steps off (tolerance max(10% of 100, 2 x 1) =
+    10: not ok), a false flag, a miss and a correct negative; an unknown label is not scored."""
+    from pgrpo.diagnose.benchmark import counts, onset_tolerance, rows_for
+
+    report = {"first_step": 0, "last_step": 100, "n_steps": 101}
+    assert onset_tolerance(report) == pytest.approx(10.0)
+
+    def reports(flags):
+        modes = {m: {"flagged": flags.get(m, False), "onset_step": 42 if flags.get(m) else None,
+                     "verdict": "flagged" if flags.get(m) else "not flagged"} for m in MODES}
+        return {"ours": {**report, "modes": modes}, "toolkit": {**report, "modes": modes}}
+
+    def labels(yes, unknown=()):
+        return {m: {"label": None if m in unknown else m in yes, "onset_step": 30 if m in yes else None,
+                    "reason": ""} for m in MODES}
+
+    rows = (rows_for("a", "dev", labels({"hacking", "regression"}, unknown={"truncation"}),
+                     reports({"hacking": True, "degeneracy": True, "truncation": True}))
+            + rows_for("b", "dev", labels(set()), reports({})))
+    c = counts(rows, "ours")
+    n_known = 2 * len(MODES) - 1
+    assert (c["tp"], c["fp"], c["fn"]) == (1, 1, 1) and c["tn"] == n_known - 3
+    assert (c["onset_ok"], c["onset_n"]) == (0, 1)  # |42 - 30| = 12 > 10
+
+
+def test_benchmark_refuses_a_label_file_naming_a_missing_log(tmp_path):
+    from pgrpo.stages.diagnose_benchmark import run_diagnose_benchmark
+
+    (tmp_path / "labels.json").write_text(json.dumps({"absent.json": {"split": "dev"}}))
+    with pytest.raises(InputError, match="absent.json"):
+        run_diagnose_benchmark(str(tmp_path / "out"), str(tmp_path))
+    assert not (tmp_path / "out").exists()  # nothing written before the input is checked

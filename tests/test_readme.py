@@ -250,3 +250,29 @@ def test_the_forecast_benchmark_facts_are_its_medians(tmp_path):
     pd.DataFrame([{k: v for k, v in r.items() if k != "rmse_ratio"} for r in rows]).to_csv(path, index=False)
     facts = collect_facts(forecast_benchmark_csv=str(path))
     assert facts["forecast"] == [] and "no column 'rmse_ratio'" in facts["missing"][0]
+
+
+def test_the_diagnose_benchmark_facts_are_its_counts(tmp_path):
+    """Hand counts for one split: ours finds 3 of 4 with 1 false flag (recall 0.75, precision 0.75), the toolkit has
+    no rule for the mode."""
+    from pgrpo.diagnose.modes.record import MODES
+
+    rows = []
+    for rule_set, (tp, fp, fn, tn, covered) in (("ours", (3, 1, 1, 5, True)), ("toolkit", (0, 0, 4, 6, False))):
+        for mode in MODES:
+            first = mode == MODES[0]
+            rows.append({"split": "dev", "rule_set": rule_set, "mode": mode, "covered": covered or not first,
+                         "logs": 10, "tp": tp if first else 0, "fp": fp if first else 0, "fn": fn if first else 0,
+                         "tn": tn if first else 10, "onset_ok": 2 if first and rule_set == "ours" else 0,
+                         "onset_n": 3 if first and rule_set == "ours" else 0})
+        rows.append({"split": "dev", "rule_set": rule_set, "mode": "all", "covered": True, "logs": 10, "tp": tp,
+                     "fp": fp, "fn": fn, "tn": tn + 10 * (len(MODES) - 1), "onset_ok": 2 if rule_set == "ours" else 0,
+                     "onset_n": 3 if rule_set == "ours" else 0})
+    path = tmp_path / "summary.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    facts = collect_facts(diagnose_benchmark_csv=str(path))
+    assert facts["missing"] == [] and len(facts["diagnose_benchmark"]) == 2 * (len(MODES) + 1)
+    block = render_block(facts)
+    assert "on 10 dev logs" in block and block_errors(block) == []
+    assert "| dev | ours | 3/4 · 1 FP |" in block and "0.75 (3/4) | 0.75 (3/4) | 2/3 |" in block
+    assert "| dev | toolkit | 0/4 · n/a |" in block

@@ -289,6 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--md", required=True)
     p.add_argument("--png", required=True)
 
+    p = sub.add_parser("diagnose-benchmark", help="pgrpo diagnose (ours vs the post-training toolkit's rules) on the "
+                                                  "planted and the labelled public logs")
+    p.add_argument("--data-dir", default="benchmarks/forecast/data", help="labelled public TRL logs (labels.json)")
+    p.add_argument("--out", required=True, help="folder for table.md, table.csv, summary.csv, verdicts/")
+
     readme = sub.add_parser("readme", help="the README's results block, from a run's results").add_subparsers(
         dest="readme_verb", required=True, metavar="STEP"
     )
@@ -303,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fits", nargs="*", default=[], help="results/fit/{model}/fits.json")
     p.add_argument("--diagnostics", help="results/diagnostics/verdicts.json")
     p.add_argument("--forecast-benchmark", help="results/forecast/benchmark.csv")
+    p.add_argument("--diagnose-benchmark", help="results/diagnose_benchmark/summary.csv")
     p.add_argument("--benchmarks-dir", help="results/benchmarks (Snakemake's job times)")
     p.add_argument("--md", required=True, help="the block, markers included (results/readme/summary.md)")
     p.add_argument("--json", required=True, help="the facts (results/readme/numbers.json)")
@@ -570,6 +576,17 @@ def _forecast_benchmark(args):
                                                   args.png, data_dir=args.data_dir)
 
 
+@verb("diagnose-benchmark")
+def _diagnose_benchmark(args):
+    from tqdm import tqdm
+
+    from pgrpo.stages import diagnose_benchmark
+
+    with tqdm(desc="diagnose benchmark", unit="log", file=sys.stderr) as bar:
+        result = diagnose_benchmark.run_diagnose_benchmark(args.out, args.data_dir, progress=lambda _: bar.update())
+    print(f"pgrpo diagnose-benchmark: {sum(result['logs_per_split'].values())} logs -> {args.out}/table.md")
+
+
 @verb("readme")
 def _readme(args):
     from pgrpo.stages import readme
@@ -579,7 +596,8 @@ def _readme(args):
             out_md=args.md, out_json=args.json, symbolic_json=args.symbolic, calibration_json=args.calibration,
             bandit_verdict_md=args.bandit_verdict, model_dirs=args.models, logs=args.logs, eval_jsons=args.evals,
             table1_summary_csv=args.table1_summary, fits_jsons=args.fits, diagnostics_json=args.diagnostics,
-            benchmarks_dir=args.benchmarks_dir, forecast_benchmark_csv=args.forecast_benchmark)
+            benchmarks_dir=args.benchmarks_dir, forecast_benchmark_csv=args.forecast_benchmark,
+            diagnose_benchmark_csv=args.diagnose_benchmark)
         for item in facts["missing"]:
             print(f"pgrpo readme numbers: not in the results: {item}", file=sys.stderr)
     elif args.readme_verb == "update":

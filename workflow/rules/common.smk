@@ -162,6 +162,10 @@ def all_targets():
         targets += ["results/tables/table1.html", "results/figures/passk.png"]
     targets.append("results/readme/summary.md")
     targets.append("results/forecast/benchmark.md")
+    if Path(
+        DIAGNOSE_BENCHMARK_LABELS
+    ).is_file():  # a checkout with benchmarks/ (a copied workflow may lack it)
+        targets.append("results/diagnose_benchmark/table.md")
     if config["kref_sweep"].get("enabled"):
         targets.append("results/kref_sweep/table.md")
     return targets
@@ -294,6 +298,10 @@ def prepared_benchmark(name):
     return f"results/data/benchmarks/{name}.jsonl"
 
 
+# the labelled public logs of the forecast and the diagnose benchmarks
+DIAGNOSE_BENCHMARK_LABELS = "benchmarks/forecast/data/labels.json"
+
+
 def readme_inputs(wildcards):
     """Every result file the README quotes, for the runs and benchmarks of this config."""
     inputs = {
@@ -306,6 +314,8 @@ def readme_inputs(wildcards):
         "logs": [f"{run_dir(m, G, s)}/log.csv" for m, G, s in runs()],
         "forecast_benchmark": "results/forecast/benchmark.csv",
     }
+    if Path(DIAGNOSE_BENCHMARK_LABELS).is_file():
+        inputs["diagnose_benchmark"] = "results/diagnose_benchmark/summary.csv"
     if runs():
         inputs["fits"] = [f"results/fit/{m}/fits.json" for m in config["models"]]
         inputs["diagnostics"] = "results/diagnostics/verdicts.json"

@@ -58,3 +58,30 @@ rule diagnostics:
         "PYTHONPATH=workflow python -m pgrpo diagnostics --section-json {params.diagnostics:q}"
         " --aggregates {input.aggregates} --fits {input.fits} --metas {input.metas}"
         " --json {output.json} --md {output.md} --figures results/diagnostics > {log} 2>&1"
+
+
+# beyond the paper: pgrpo diagnose (ours vs the post-training toolkit's rules) on planted and labelled public logs
+rule diagnose_benchmark:
+    input:
+        labels=DIAGNOSE_BENCHMARK_LABELS,
+        data=lambda wildcards: sorted(
+            str(path) for path in Path("benchmarks/forecast/data").glob("*.json")
+        ),
+    output:
+        csv="results/diagnose_benchmark/table.csv",
+        summary="results/diagnose_benchmark/summary.csv",
+        md=report(
+            "results/diagnose_benchmark/table.md",
+            caption="../report/diagnose_benchmark.rst",
+            category="4. Diagnostics",
+        ),
+    log:
+        "logs/diagnose_benchmark.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo diagnose-benchmark --data-dir benchmarks/forecast/data"
+        " --out results/diagnose_benchmark > {log} 2>&1"

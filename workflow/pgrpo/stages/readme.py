@@ -3,8 +3,8 @@ of the embedded default ("What the embedded default shows") read from the result
 
 :func:`collect_facts` reads each result file it is given (symbolic verification, Appendix A; the bandit's
 calibration and verdicts, Section 5.6; the warm start; each GRPO run's log, Section 4.2; Table 1's cells, Section
-5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the forecast benchmark; the job
-times Snakemake measured)
+5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the forecast and the diagnose
+benchmarks; the job times Snakemake measured)
 and returns plain facts; :func:`run_readme_numbers` writes them as JSON and as the README block
 (:mod:`pgrpo.tables.readme`); :func:`run_readme_update` puts the block into the README; :func:`run_readme_check`
 says whether the README's block is sound and, given a summary, whether it is that run's.
@@ -290,16 +290,38 @@ def forecast_facts(benchmark_csv: str, fraction: float = 0.25) -> list[dict]:
     return sorted(out, key=lambda f: (order.get(f["part"], 9), {"dev": 0, "holdout": 1}.get(f["split"], 2)))
 
 
+def diagnose_benchmark_facts(summary_csv: str) -> list[dict]:
+    """The diagnose benchmark's counts per split, rule set and mode (``results/diagnose_benchmark/summary.csv``, rule
+    diagnose_benchmark)."""
+    path = Path(summary_csv)
+    if not path.is_file():
+        raise InputError(f"diagnose benchmark {summary_csv}: no such file")
+    out = []
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields = ("split", "rule_set", "mode", "covered", "logs", "tp", "fp", "fn", "tn", "onset_ok", "onset_n")
+        missing = [c for c in fields if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"diagnose benchmark {summary_csv}: no column '{missing[0]}'")
+        for row in reader:
+            out.append({"split": row["split"], "rule_set": row["rule_set"], "mode": row["mode"],
+                        "covered": row["covered"] == "True",
+                        **{k: int(float(row[k])) for k in ("logs", "tp", "fp", "fn", "tn", "onset_ok", "onset_n")}})
+    return out
+
+
 def collect_facts(symbolic_json: str | None = None, calibration_json: str | None = None,
                   bandit_verdict_md: str | None = None, model_dirs: Sequence[str] = (), logs: Sequence[str] = (),
                   table1_summary_csv: str | None = None, fits_jsons: Sequence[str] = (),
                   diagnostics_json: str | None = None, eval_jsons: Sequence[str] = (),
-                  benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None) -> dict[str, Any]:
+                  benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None,
+                  diagnose_benchmark_csv: str | None = None) -> dict[str, Any]:
     """The README's facts from the given result files; a file that cannot be read is named under ``missing``
     (its section is left out) rather than stopping the run."""
     missing: list[str] = []
     facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
-                             "diagnostics": [], "forecast": [], "timings": [], "missing": missing}
+                             "diagnostics": [], "forecast": [], "diagnose_benchmark": [], "timings": [],
+                             "missing": missing}
 
     def attempt(what: str, func, *args):
         try:
@@ -321,6 +343,9 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
         facts["diagnostics"] = attempt("diagnostics", diagnostics_facts, diagnostics_json) or []
     if forecast_benchmark_csv:
         facts["forecast"] = attempt("forecast benchmark", forecast_facts, forecast_benchmark_csv) or []
+    if diagnose_benchmark_csv:
+        facts["diagnose_benchmark"] = attempt("diagnose benchmark", diagnose_benchmark_facts,
+                                              diagnose_benchmark_csv) or []
     if benchmarks_dir:
         facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons)
     return json.loads(json.dumps(facts, allow_nan=False))  # plain JSON, as the README's copy will read back

@@ -1,7 +1,7 @@
 """The README's results block ("What the embedded default shows"): every number the README quotes about a run, as
 Markdown rendered from the *facts* a run's results hold (symbolic PASS/FAIL counts, the bandit's measured p* and
 K with its verdicts, the warm start, each run's train-reward rise, Table 1, the three-phase fits of Section 4.4 /
-Figure 1, the diagnostics of Figures 2-5, the forecast benchmark, job times), between the markers ``<!-- results:begin -->`` and
+Figure 1, the diagnostics of Figures 2-5, the forecast and the diagnose benchmarks, job times), between the markers ``<!-- results:begin -->`` and
 ``<!-- results:end -->``.
 
 The block carries its facts as JSON in a comment, so that it cannot drift: :func:`block_errors` re-renders the
@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
+from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.render import markdown_table
 
 BEGIN = "<!-- results:begin -->"
@@ -28,8 +29,8 @@ NO_RESULTS = ("No results yet: run `make run`, then `pgrpo readme update README.
               "writes this block from them.")
 
 #: the sections of a block, in order (each optional: a run without it leaves its line out)
-SECTIONS = ("symbolic", "bandit", "models", "train", "table1", "fits", "diagnostics", "forecast", "timings",
-            "missing")
+SECTIONS = ("symbolic", "bandit", "models", "train", "table1", "fits", "diagnostics", "forecast",
+            "diagnose_benchmark", "timings", "missing")
 
 
 def _finite(x: Any) -> bool:
@@ -186,6 +187,17 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
 
 
+def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    logs = {r["split"]: r["logs"] for r in records if r["mode"] == "all"}
+    table = summary_table(records)
+    lines = ["- **Diagnose benchmark** (`results/diagnose_benchmark/table.md`, per log and mode in `table.csv`): "
+             "`pgrpo diagnose` with our rules and with the post-training toolkit's, on "
+             + ", ".join(f"{n} {split} logs" for split, n in logs.items())
+             + " (labelled ones per mode); per mode found/labelled yes · false flags (n/a: no rule for the mode); "
+             "onset within max(10% of the step span, 2 logging intervals) of the label:", ""]
+    return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
+
+
 def _pct0(x: Any) -> str:
     return f"{100 * x:.0f}%" if _finite(x) else "n/a"
 
@@ -218,6 +230,8 @@ def render_sections(facts: Mapping[str, Any]) -> list[str]:
         lines += _diagnostics(facts["diagnostics"])
     if facts.get("forecast"):
         lines += _forecast(facts["forecast"])
+    if facts.get("diagnose_benchmark"):
+        lines += _diagnose_benchmark(facts["diagnose_benchmark"])
     if facts.get("timings"):
         lines += _timings(facts["timings"])
     if facts.get("missing"):

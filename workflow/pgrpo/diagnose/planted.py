@@ -1,4 +1,5 @@
-"""Planted synthetic GRPO logs with known failures, for the diagnose benchmark and its tests.
+"""Planted synthetic GRPO logs with known failures, for the diagnose benchmark (:mod:`pgrpo.diagnose.benchmark`) and
+its tests; the failure modes are those of :mod:`pgrpo.diagnose.modes` (Figures 2-5 and beyond).
 
 Each log is a TRL ``log_history`` (a list of dicts, the format ``trainer_state.json`` holds) simulated from the GRPO
 mechanics the diagnostics read, not drawn as curves: per step, ``P`` prompts of varied difficulty (logit offset

@@ -1,0 +1,94 @@
+"""The diagnose benchmark's scoring (the failure modes of :mod:`pgrpo.diagnose.modes`, Figures 2-5 and beyond): per
+log and mode, a rule set's verdict beside the hand label, and per split, rule set and mode the counts a reader
+needs (found, false flags, onsets within tolerance).
+
+A log labelled yes counts as found when the rule set flags it (a verdict that could not run counts as not flagged);
+precision is over the logs it flagged. An onset is within tolerance when it lies within
+``max(10% of the run's step span, 2 logging intervals)`` of the labelled onset (only where the label has one).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from pgrpo.diagnose.modes.record import MODES
+
+RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
+SPLITS: tuple[str, ...] = ("planted", "dev", "holdout")
+
+
+def meta_from_notes(notes: str) -> dict:
+    """What the run's author states in the source: ``max_completion_length N`` and ``num_generations N``."""
+    meta = {}
+    if m := re.search(r"max_completion_length\s*[=:]?\s*(\d+)", notes or ""):
+        meta["max_completion_length"] = int(m[1])
+    if m := re.search(r"num_generations\s*[=:]?\s*(\d+)", notes or ""):
+        meta["G"] = int(m[1])
+    return meta
+
+
+def onset_tolerance(report: Mapping[str, Any]) -> float:
+    """``max(10% of the step span, 2 logging intervals)`` of a diagnose report (its first/last step and count)."""
+    first, last = float(report["first_step"]), float(report["last_step"])
+    interval = (last - first) / max(int(report["n_steps"]) - 1, 1)
+    return max(0.1 * (last - first), 2 * interval)
+
+
+def rows_for(name: str, split: str, labels: Mapping[str, Mapping[str, Any]],
+             reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per mode: the label, and per rule set its flag, onset, verdict, whether the flag matches the label
+    and whether the onset is within tolerance."""
+    rows = []
+    tol = onset_tolerance(reports[RULE_SETS[0]])
+    for mode in MODES:
+        label = labels[mode]
+        row = {"log": name, "split": split, "mode": mode, "label": label["label"],
+               "label_onset": label["onset_step"], "label_reason": label["reason"], "onset_tolerance": tol}
+        for rule_set in RULE_SETS:
+            verdict = reports[rule_set]["modes"][mode]
+            row[f"{rule_set}_flagged"] = verdict["flagged"]
+            row[f"{rule_set}_onset"] = verdict["onset_step"]
+            row[f"{rule_set}_verdict"] = verdict["verdict"]
+            row[f"{rule_set}_correct"] = (None if label["label"] is None
+                                          else bool(verdict["flagged"]) == bool(label["label"]))
+            onset_ok = None
+            if label["label"] and label["onset_step"] is not None and verdict["flagged"]:
+                onset_ok = (verdict["onset_step"] is not None
+                            and abs(verdict["onset_step"] - label["onset_step"]) <= tol)
+            row[f"{rule_set}_onset_ok"] = onset_ok
+        rows.append(row)
+    return rows
+
+
+def counts(rows: Sequence[Mapping[str, Any]], rule_set: str) -> dict[str, int]:
+    """True/false positives and negatives over the rows whose label is known, and the onsets within tolerance."""
+    known = [r for r in rows if r["label"] is not None]
+    out = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "onset_ok": 0, "onset_n": 0}
+    for r in known:
+        flagged, label = bool(r[f"{rule_set}_flagged"]), bool(r["label"])
+        out["tp" if flagged and label else "fp" if flagged else "fn" if label else "tn"] += 1
+        if r[f"{rule_set}_onset_ok"] is not None:
+            out["onset_n"] += 1
+            out["onset_ok"] += int(bool(r[f"{rule_set}_onset_ok"]))
+    return out
+
+
+def summary_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per split, rule set and mode (and ``all`` modes): the counts, the split's number of logs, and whether the rule
+    set has a rule for the mode (``covered``: some verdict of it ran)."""
+    records = []
+    for split in SPLITS:
+        part = [r for r in rows if r["split"] == split]
+        if not part:
+            continue
+        logs = len({r["log"] for r in part})
+        for rule_set in RULE_SETS:
+            for mode in MODES:
+                of_mode = [r for r in part if r["mode"] == mode]
+                covered = any(r[f"{rule_set}_verdict"] != "could not run" for r in of_mode)
+                records.append({"split": split, "rule_set": rule_set, "mode": mode, "covered": covered,
+                                "logs": logs, **counts(of_mode, rule_set)})
+            records.append({"split": split, "rule_set": rule_set, "mode": "all", "covered": True, "logs": logs,
+                            **counts(part, rule_set)})
+    return records
