@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from pgrpo.errors import InputError, one_line
+from pgrpo.grpo.chat import check_prompt_settings
 from pgrpo.grpo.rewards import gold_answer, last_boxed
 
 ANSWER_FORMATS: tuple[str, ...] = ("gsm8k", "number", "integer", "latex", "boxed", "metamath")
@@ -156,11 +157,7 @@ def resolve_benchmark(name: str, spec: Any) -> dict:
         raise InputError(f"{where}.exclude_proofs must be true or false, got {merged['exclude_proofs']!r}")
     if not isinstance(merged["streaming"], bool):
         raise InputError(f"{where}.streaming must be true or false, got {merged['streaming']!r}")
-    template = merged["prompt_template"]
-    if template is not None and (not isinstance(template, str) or "{question}" not in template):
-        raise InputError(f"{where}.prompt_template must contain '{{question}}', got {template!r}")
-    if merged["chat_template"] not in (True, False, "auto", None):
-        raise InputError(f"{where}.chat_template must be true, false or auto, got {merged['chat_template']!r}")
+    check_prompt_settings(where, merged)
     n = merged["num_rows"]
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise InputError(f"{where}.num_rows must be a positive integer or null, got {n!r}")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrpo.errors import InputError, one_line
+from pgrpo.grpo.chat import check_prompt_template, use_chat_template
 
 #: Plain-text prompt shared by the warm start, GRPO and evaluation. The completion continues after ``Answer:``.
 PROMPT_TEMPLATE = "Question: {question}\nAnswer:"
@@ -66,8 +67,6 @@ LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv
 
 
 def _use_chat_template(spec: dict, role: str, tokenizer: Any) -> bool:
-    from pgrpo.grpo.chat import use_chat_template
-
     return use_chat_template(spec.get("chat_template", False), tokenizer, f"data.{role}")
 
 
@@ -146,8 +145,7 @@ def load_problems(spec: dict, role: str = "train", tokenizer: Any = None):
     qf = spec.get("question_field") or "question"
     af = spec.get("answer_field") or "answer"
     template = spec.get("prompt_template") or PROMPT_TEMPLATE
-    if "{question}" not in template:
-        raise InputError(f"data.{role}.prompt_template must contain '{{question}}', got {template!r}")
+    check_prompt_template(f"data.{role}", template)
     max_examples = spec.get("max_examples")
     if max_examples is not None and (not isinstance(max_examples, int) or max_examples < 1):
         raise InputError(f"data.{role}.max_examples must be a positive integer or null, got {max_examples!r}")

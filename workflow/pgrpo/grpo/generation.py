@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pgrpo.errors import InputError
+from pgrpo.grpo.chat import check_prompt_settings, use_chat_template
 
 BACKENDS: tuple[str, ...] = ("auto", "transformers", "vllm")
 
@@ -84,11 +85,7 @@ def resolve_evaluation(evaluation: dict | None) -> dict:
         raise InputError(f"evaluation.dtype must be one of {', '.join(DTYPES)}, got {out['dtype']!r}")
     if isinstance(out["seed"], bool) or not isinstance(out["seed"], int):
         raise InputError(f"evaluation.seed must be an integer, got {out['seed']!r}")
-    template = out["prompt_template"]
-    if template is not None and (not isinstance(template, str) or "{question}" not in template):
-        raise InputError(f"evaluation.prompt_template must contain '{{question}}', got {template!r}")
-    if out["chat_template"] not in (True, False, "auto", None):
-        raise InputError(f"evaluation.chat_template must be true, false or auto, got {out['chat_template']!r}")
+    check_prompt_settings("evaluation", out)
     g = out["vllm_gpu_memory_utilization"]
     if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 < g <= 1:
         raise InputError(f"evaluation.vllm_gpu_memory_utilization must be in (0, 1], got {g!r}")
@@ -284,7 +281,6 @@ def generate_vllm(source: str, prompt_ids: Sequence[Sequence[int]], *, num_sampl
 def tokenize_prompts(questions: Sequence[str], tokenizer, template: str | None, chat_setting: Any,
                      where: str = "evaluation") -> list[list[int]]:
     """Token ids of each question's prompt, rendered as in training (:func:`pgrpo.grpo.data.make_prompt`)."""
-    from pgrpo.grpo.chat import use_chat_template
     from pgrpo.grpo.data import PROMPT_TEMPLATE, make_prompt, prompt_text
 
     chat = use_chat_template(chat_setting, tokenizer, where)

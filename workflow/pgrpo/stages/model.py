@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pgrpo.atomic import atomic_dir, write_json
 from pgrpo.errors import InputError
+from pgrpo.grpo.chat import check_prompt_template
 from pgrpo.grpo.data import PROMPT_TEMPLATE, format_prompt, read_jsonl
 from pgrpo.grpo.synthetic import (
     TRAINING_SPLITS,
@@ -122,8 +123,7 @@ def run_build_tiny(data_dir: str, out_dir: str, cfg: dict | None = None, seed: i
     """
     settings = tiny_settings(cfg)
     seed = int(settings["seed"] if seed is None else seed)
-    if "{question}" not in prompt_template:
-        raise InputError(f"data.prompt_template must contain '{{question}}', got {prompt_template!r}")
+    check_prompt_template("data", prompt_template)
     data = Path(data_dir)
     sft_path = _require_file(data / "sft.jsonl", "tiny data_dir")
     test_path = _require_file(data / "test.jsonl", "tiny data_dir")
