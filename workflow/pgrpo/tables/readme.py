@@ -211,32 +211,23 @@ def _timings(timings: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["- **Job times** (`results/benchmarks/`, wall-clock seconds per job): " + "; ".join(parts) + "."]
 
 
+def _missing(missing: Sequence[str]) -> list[str]:
+    return ["- Not in the results (left out above): " + "; ".join(_one_line(m) for m in missing) + "."]
+
+
+#: each section's renderer (facts of that section -> Markdown lines)
+RENDERERS = {"symbolic": _symbolic, "bandit": _bandit, "models": _models, "train": _train, "table1": _table1,
+             "fits": _fits, "diagnostics": _diagnostics, "forecast": _forecast,
+             "diagnose_benchmark": _diagnose_benchmark, "timings": _timings, "missing": _missing}
+
+
 def render_sections(facts: Mapping[str, Any]) -> list[str]:
-    """The block's Markdown lines (without markers) from ``facts``; sections in :data:`SECTIONS` order."""
+    """The block's Markdown lines (without markers) from ``facts``; sections in :data:`SECTIONS` order, each left
+    out where its facts are empty."""
     lines: list[str] = []
-    if facts.get("symbolic"):
-        lines += _symbolic(facts["symbolic"])
-    if facts.get("bandit"):
-        lines += _bandit(facts["bandit"])
-    if facts.get("models"):
-        lines += _models(facts["models"])
-    if facts.get("train"):
-        lines += _train(facts["train"])
-    if facts.get("table1"):
-        lines += _table1(facts["table1"])
-    if facts.get("fits"):
-        lines += _fits(facts["fits"])
-    if facts.get("diagnostics"):
-        lines += _diagnostics(facts["diagnostics"])
-    if facts.get("forecast"):
-        lines += _forecast(facts["forecast"])
-    if facts.get("diagnose_benchmark"):
-        lines += _diagnose_benchmark(facts["diagnose_benchmark"])
-    if facts.get("timings"):
-        lines += _timings(facts["timings"])
-    if facts.get("missing"):
-        lines.append("- Not in the results (left out above): " + "; ".join(_one_line(m) for m in facts["missing"])
-                     + ".")
+    for section in SECTIONS:
+        if facts.get(section):
+            lines += RENDERERS[section](facts[section])
     while lines and lines[-1] == "":
         lines.pop()
     return lines or [NO_RESULTS]
