@@ -220,6 +220,22 @@ def _read_eval_json(path: str) -> dict:
     return record
 
 
+def _read_eval_jsons(eval_jsons: Sequence[str], what: str) -> list[tuple[str, dict]]:
+    """``(path, record)`` of every eval JSON (:func:`_read_eval_json`), refusing none at all (``what`` names the
+    product) and the same model, variant and benchmark twice."""
+    if not eval_jsons:
+        raise InputError(f"{what}: no eval JSON files given")
+    records, seen = [], {}
+    for path in eval_jsons:
+        r = _read_eval_json(path)
+        key = (r["model"], r["variant"], r["benchmark"])
+        if key in seen:
+            raise InputError(f"eval JSON {path}: {'/'.join(map(str, key))} is also in {seen[key]}")
+        seen[key] = path
+        records.append((path, r))
+    return records
+
+
 def eval_records_frame(eval_jsons: Sequence[str]):
     """The long-format data of Table 1: one row per (eval JSON, pass@k), value as a fraction in [0, 1].
 
@@ -228,15 +244,8 @@ def eval_records_frame(eval_jsons: Sequence[str]):
     """
     import pandas as pd
 
-    if not eval_jsons:
-        raise InputError("table1: no eval JSON files given")
-    rows, seen, protocol = [], {}, {}
-    for path in eval_jsons:
-        r = _read_eval_json(path)
-        key = (r["model"], r["variant"], r["benchmark"])
-        if key in seen:
-            raise InputError(f"eval JSON {path}: {'/'.join(map(str, key))} is also in {seen[key]}")
-        seen[key] = path
+    rows, protocol = [], {}
+    for path, r in _read_eval_jsons(eval_jsons, "table1"):
         proto = (int(r["n_problems"]), int(r["num_samples"]), r.get("temperature"))
         first = protocol.setdefault((r["model"], r["benchmark"]), (proto, path))
         if first[0] != proto:
@@ -297,15 +306,8 @@ def passk_curves_frame(eval_jsons: Sequence[str]):
     ``column`` is Table 1's (Base, G=16, ...), value a fraction. Benchmarks keep the order of the JSONs."""
     import pandas as pd
 
-    if not eval_jsons:
-        raise InputError("pass@k curves: no eval JSON files given")
-    rows, seen = [], {}
-    for path in eval_jsons:
-        r = _read_eval_json(path)
-        key = (r["model"], r["variant"], r["benchmark"])
-        if key in seen:
-            raise InputError(f"eval JSON {path}: {'/'.join(map(str, key))} is also in {seen[key]}")
-        seen[key] = path
+    rows = []
+    for path, r in _read_eval_jsons(eval_jsons, "pass@k curves"):
         counts, n = _correct_counts(path, r), int(r["num_samples"])
         if len(counts) != int(r["n_problems"]):
             raise InputError(f"eval JSON {path}: {len(counts)} correct counts for {r['n_problems']} problems")
