@@ -69,6 +69,17 @@ class Forecast:
         return finite_or_none(data)
 
 
+def _cut(t: Sequence[float], y: Sequence[float], fraction: float,
+         total_steps: float | None) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The finite points in step order, the run's length (``total_steps``, default the last step) and the cut
+    ``fraction * total``; an InputError for a fraction outside (0, 1]."""
+    if not 0 < fraction <= 1:
+        raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
+    t_arr, y_arr, _ = prepare(t, y)
+    total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
+    return t_arr, y_arr, total, fraction * total
+
+
 def forecast_curve(
     t: Sequence[float],
     y: Sequence[float],
@@ -79,11 +90,7 @@ def forecast_curve(
 ) -> Forecast:
     """Fit ``law`` on the points with ``t <= fraction * total_steps`` (default ``total_steps``: the last ``t``),
     forecast the plateau, ``t90`` and the rest of the curve, and score the forecast against the full run."""
-    if not 0 < fraction <= 1:
-        raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
-    t_arr, y_arr, _ = prepare(t, y)
-    total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
-    cutoff = fraction * total
+    t_arr, y_arr, total, cutoff = _cut(t, y, fraction, total_steps)
     early_mask = t_arr <= cutoff
     early = fit_law(t_arr[early_mask], y_arr[early_mask], law)
     full = fit_law(t_arr, y_arr, law)
@@ -220,11 +227,7 @@ def forecast_run(
 ) -> RunForecast:
     """Cut the log at ``fraction * total_steps`` (default: its last step), forecast the rest with the forecaster,
     and score it on the points the log has after the cut (if any) and on the part it has seen."""
-    if not 0 < fraction <= 1:
-        raise InputError(f"forecast fraction must be in (0, 1], got {fraction}")
-    t_arr, y_arr, _ = prepare(t, y)
-    total = float(total_steps) if total_steps is not None else (float(t_arr[-1]) if t_arr.size else float("nan"))
-    cutoff = fraction * total
+    t_arr, y_arr, total, cutoff = _cut(t, y, fraction, total_steps)
     early = t_arr <= cutoff
     held = ~early
     steps = forecast_steps(t_arr, cutoff, total)
