@@ -114,6 +114,16 @@ def figure7(frame: pd.DataFrame, settings: BanditSettings, calibration: dict, re
     return fig
 
 
+def _log_g_panel(ax, ylabel: str, title: str) -> None:
+    """A finite-G panel on log-log axes against G (base 2), with its legend and title."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("G")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=6)
+    ax.set_title(title, fontsize=9)
+
+
 def finite_g_figure(report):
     """The finite-G bandit against Prop. 10 (Eq. 12): (a) the mean trajectory per G and the G -> infinity one,
     (b) the stationary variance against G with the fitted power law and the 1/G slope, (c) the measured variance
@@ -145,24 +155,14 @@ def finite_g_figure(report):
         ax.plot(gs, fit.prefactor * gs ** fit.exponent, "-", color="#1f77b4",
                 label=f"fit: G^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
         ax.plot(gs, fl[0] * (gs / gs[0]) ** -1.0, "k--", lw=1.0, label="1/G (Prop. 10)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("G")
-        ax.set_ylabel("stationary variance")
-        ax.legend(fontsize=6)
-        ax.set_title("(b) the 1/G law", fontsize=9)
+        _log_g_panel(ax, "stationary variance", "(b) the 1/G law")
 
         ax = axes[2]
         for name, marker in (("calibrated", "o"), ("linearised", "s"), ("local", "^")):
             checks = report.prefactor.get(name, ())
             ax.plot([c.G for c in checks], [c.ratio for c in checks], marker, label=f"K {name}")
         ax.axhline(1.0, color="k", lw=1.0)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("G")
-        ax.set_ylabel("measured / D/(2 G C_eff K_eff)")
-        ax.legend(fontsize=6)
-        ax.set_title("(c) Eq. 12 with D measured per step", fontsize=9)
+        _log_g_panel(ax, "measured / D/(2 G C_eff K_eff)", "(c) Eq. 12 with D measured per step")
 
         ax = axes[3]
         sig = np.array([pt.noise.sigma_adv for pt in points])
