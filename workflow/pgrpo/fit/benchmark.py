@@ -13,6 +13,7 @@ part and split, and overall with every part weighted equally.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -208,7 +209,7 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
                 prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
                 fell_back = not prediction.success and name in BASELINES
                 if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
-                    prediction = baseline_forecast("persistence", t, y, steps)
+                    prediction = dataclasses.replace(naive)
                 prediction.method = name
                 row = score_curve(curve, fraction, prediction, naive)
                 row["fell_back_to_persistence"] = fell_back
