@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from pgrpo.atomic import write_json, write_text
 from pgrpo.errors import InputError, one_line
 from pgrpo.fit.benchmark import ORACLE, summarize
+from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
 from pgrpo.tables.readme import block_errors, facts_of_block, find_block, render_block, replace_block
 
 
@@ -254,7 +255,7 @@ def _cell_value(column: str, value: str) -> Any:
         return value
 
 
-def forecast_facts(benchmark_csv: str, fraction: float = 0.25) -> list[dict]:
+def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
     """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
     forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
     ratio to it, the 80% and 95% coverage, and the tail-mean oracle's ratio."""
@@ -286,8 +287,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = 0.25) -> list[dict]:
                     "ratio_to_best_baseline": _num(r["ratio_to_best_baseline"]),
                     "coverage80": _num(r["coverage80"]), "coverage95": _num(r["coverage95"]),
                     "oracle_ratio": _num(oracle.get("rmse_ratio")), "fraction": fraction})
-    order = {"workflow": 0, "bandit": 1, "real": 2, "overall": 3}
-    return sorted(out, key=lambda f: (order.get(f["part"], 9), {"dev": 0, "holdout": 1}.get(f["split"], 2)))
+    return in_part_order(out)
 
 
 def diagnose_benchmark_facts(summary_csv: str) -> list[dict]:

@@ -37,7 +37,8 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
     return markdown_table(headers, body)
 
 
-def _order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def in_part_order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows by corpus part (workflow, bandit, real, overall), then split (dev, holdout, all)."""
     part_rank = {"workflow": 0, "bandit": 1, "real": 2, "overall": 3}
     split_rank = {"dev": 0, "holdout": 1, "all": 2}
     return sorted(rows, key=lambda r: (part_rank.get(r["part"], 9), split_rank.get(r["split"], 9)))
@@ -46,7 +47,8 @@ def _order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaster") -> list[str]:
     """One line per (part, split) at the target fraction: the forecaster's numbers against the targets."""
     lines = []
-    for r in _order([r for r in summary if r["method"] == method and abs(r["fraction"] - TARGET_FRACTION) < 1e-9]):
+    at_target = [r for r in summary if r["method"] == method and abs(r["fraction"] - TARGET_FRACTION) < 1e-9]
+    for r in in_part_order(at_target):
         lo, hi = TARGET_COVERAGE
         checks = [
             (r["rmse_ratio"] <= TARGET_PERSISTENCE, f"RMSE {_f(r['rmse_ratio'], 3)} x persistence "
@@ -83,14 +85,14 @@ def benchmark_markdown(summary: Sequence[Mapping[str, Any]], lever_summary: Sequ
     md += [f"- {note}" for note in notes]
     md += ["", f"## Verdict at f = {TARGET_FRACTION}", ""] + verdict_lines(summary) + [""]
     for fraction in fractions:
-        rows = _order([r for r in summary if abs(r["fraction"] - fraction) < 1e-9])
+        rows = in_part_order([r for r in summary if abs(r["fraction"] - fraction) < 1e-9])
         if rows:
             md += [f"## f = {fraction}", "", _table(rows), ""]
     if lever_summary:
         md += [f"## Levers at f = {TARGET_FRACTION}", "",
                "Each row switches one lever of the forecaster against its default (`forecaster`); a lever is kept "
                "where it helps on `dev`.", "",
-               _table(_order([r for r in lever_summary if r["method"].startswith("forecaster")])), ""]
+               _table(in_part_order([r for r in lever_summary if r["method"].startswith("forecaster")])), ""]
     md += ["## Corpus", "", markdown_table(
         ["curve", "part", "split", "provenance"],
         [[p["id"], p["part"], p["split"], _provenance(p)] for p in provenance]), ""]

@@ -1,8 +1,8 @@
 """The README's results block ("What the embedded default shows"): every number the README quotes about a run, as
 Markdown rendered from the *facts* a run's results hold (symbolic PASS/FAIL counts, the bandit's measured p* and
 K with its verdicts, the warm start, each run's train-reward rise, Table 1, the three-phase fits of Section 4.4 /
-Figure 1, the diagnostics of Figures 2-5, the forecast and the diagnose benchmarks, job times), between the markers ``<!-- results:begin -->`` and
-``<!-- results:end -->``.
+Figure 1, the diagnostics of Figures 2-5, the forecast and the diagnose benchmarks, job times), between the markers
+``<!-- results:begin -->`` and ``<!-- results:end -->``.
 
 The block carries its facts as JSON in a comment, so that it cannot drift: :func:`block_errors` re-renders the
 facts and the block must be exactly that text (a hand-edited number fails), and ``pgrpo readme check`` compares the
@@ -17,6 +17,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from pgrpo.tables.diagnose_benchmark import summary_table
+from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, TARGET_PERSISTENCE
 from pgrpo.tables.render import markdown_table
 
 BEGIN = "<!-- results:begin -->"
@@ -50,6 +51,11 @@ def _cell(text: Any) -> str:
     return _one_line(text).replace("|", "\\|")
 
 
+def _indented(table: str) -> list[str]:
+    """A Markdown table's lines indented under a list item."""
+    return ["  " + t for t in table.rstrip("\n").split("\n")]
+
+
 def _symbolic(s: Mapping[str, Any]) -> list[str]:
     lines = [f"- **Symbolic verification** (Appendix A, `results/symbolic/verification.md`): {s['n_claims']} claims, "
              f"{s['n_pass']} PASS, {s['n_fail']} FAIL."]
@@ -77,8 +83,7 @@ def _bandit(b: Mapping[str, Any]) -> list[str]:
         rows = [[_cell(c)] + [_cell(by.get((c, r), "–")) for r in readings] for c in claims]
         table = markdown_table(["claim"] + [_cell(r) for r in readings], rows)
         lines += ["", "  Verdicts per reading (refresh/gradient):", ""]
-        lines += ["  " + t for t in table.rstrip("\n").split("\n")]
-        lines.append("")
+        lines += _indented(table) + [""]
     return lines
 
 
@@ -135,7 +140,7 @@ def _table1(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     table = markdown_table(header, rows, align=["l", "l"] + ["r"] * (len(header) - 2))
     lines = ["- **Table 1** (`results/tables/table1.html`): pass@k in %, benchmarks in increasing distance from the "
              "training data; trained columns: mean ± s.d. over seeds, bold: the model's best where it beats base.", ""]
-    return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
+    return lines + _indented(table) + [""]
 
 
 def _fits(fits: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -166,7 +171,7 @@ def _diagnostics(diagnostics: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    fraction = cells[0].get("fraction", 0.25) if cells else 0.25
+    fraction = cells[0].get("fraction", TARGET_FRACTION) if cells else TARGET_FRACTION
     header = ["part", "split", "curves", "forecaster / persistence", "noise floor", "best baseline (its ratio)",
               "forecaster / best baseline", "80% covers", "95% covers", "oracle: the tail's own mean"]
     rows = []
@@ -174,17 +179,17 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         best = c.get("best_baseline")
         best_text = "persistence" if best == "persistence" else f"{best} ({_f(c.get('best_baseline_ratio'), '.3f')})"
         ratio = _f(c.get("rmse_ratio"), ".3f")
-        met = isinstance(c.get("rmse_ratio"), (int, float)) and c["rmse_ratio"] <= 0.85
+        met = isinstance(c.get("rmse_ratio"), (int, float)) and c["rmse_ratio"] <= TARGET_PERSISTENCE
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"], str(c["curves"]),
                      f"**{ratio}**" if met else ratio, _f(c.get("noise_floor_ratio"), ".3f"), best_text,
                      _f(c.get("ratio_to_best_baseline"), ".3f"), _pct0(c.get("coverage80")),
                      _pct0(c.get("coverage95")), _f(c.get("oracle_ratio"), ".3f")])
     table = markdown_table(header, rows, align=["l", "l"] + ["r"] * (len(header) - 2))
     lines = [f"- **Forecast benchmark** (`results/forecast/benchmark.md`): cut at f = {_f(fraction, 'g')} of each "
-             "curve's steps, median held-out RMSE over persistence's (bold: at or below 0.85), the noise floor (the "
-             "held-out values' own noise s.d. over persistence's RMSE: no forecast's expected RMSE is below it), the "
-             "best baseline of the cell, and the mean coverage of the forecaster's intervals:", ""]
-    return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
+             f"curve's steps, median held-out RMSE over persistence's (bold: at or below {TARGET_PERSISTENCE}), the "
+             "noise floor (the held-out values' own noise s.d. over persistence's RMSE: no forecast's expected RMSE "
+             "is below it), the best baseline of the cell, and the mean coverage of the forecaster's intervals:", ""]
+    return lines + _indented(table) + [""]
 
 
 def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -195,7 +200,7 @@ def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
              + ", ".join(f"{n} {split} logs" for split, n in logs.items())
              + " (labelled ones per mode); per mode found/labelled yes · false flags (n/a: no rule for the mode); "
              "onset within max(10% of the step span, 2 logging intervals) of the label:", ""]
-    return lines + ["  " + t for t in table.rstrip("\n").split("\n")] + [""]
+    return lines + _indented(table) + [""]
 
 
 def _pct0(x: Any) -> str:
