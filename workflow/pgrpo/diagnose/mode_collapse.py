@@ -106,11 +106,12 @@ def mode_collapse(curves: RunCurves, config: DiagnosticsConfig | None = None) ->
         note, saturated = _saturation_note(curves, config, numbers)
         notes.append(note)
     numbers["saturated"] = saturated
+    solved = saturated and sigma_state != "drifting up"
     missing_text = "; ".join(f"'{m}' missing" for m in missing)
-    parts = issues + notes + fine + ([missing_text] if missing_text else [])
-    if saturated and sigma_state != "drifting up":
+    # a solved task leads with the saturation reading, anything else with what is wrong
+    parts = (notes + issues if solved else issues + notes) + fine + ([missing_text] if missing_text else [])
+    if solved:
         verdict = HEALTHY  # a solved task: all-correct groups have zero spread, and sigma^2 falls with them
-        parts = notes + issues + fine + ([missing_text] if missing_text else [])
     elif sigma_state == "drifting down" and frac_state in ("high", "climbing"):
         verdict = COLLAPSE
     elif issues:
