@@ -14,6 +14,7 @@ so the intervals keep their calibration.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -78,12 +79,9 @@ def recentre(prediction: Predictive, t: np.ndarray, y: np.ndarray, weight: Guard
         value_draws = np.clip(value_draws, *bounds)
         mean_draws = np.clip(mean_draws, *bounds)
     details = {**(prediction.details or {}), "guard": weight.__dict__}
-    notes = list(details.get("notes", []))
-    notes.append(weight.reason)
-    details["notes"] = notes
-    return Predictive(prediction.method, prediction.steps, centre, sample_intervals(value_draws, LEVELS), mean_draws,
-                      value_draws, prediction.fitted, prediction.noise_sd, prediction.success, prediction.message,
-                      details)
+    details["notes"] = [*details.get("notes", []), weight.reason]
+    return dataclasses.replace(prediction, mean=centre, intervals=sample_intervals(value_draws, LEVELS),
+                               mean_draws=mean_draws, value_draws=value_draws, details=details)
 
 
 def smoothed_level(y: np.ndarray) -> tuple[float, float, float]:
