@@ -302,6 +302,12 @@ def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_sp
     assert [c.column for c in own] == ["reward"]  # eval_reward has 8 points, fewer than a curve needs
     assert own[0].context.reward_range == (0.0, 1.0) and own[0].context.batch == 32 and own[0].group == "tiny"
     assert own[0].split == split_of("tiny/G4/seed42") and own[0].eval_steps.size == 8
+    twin = tmp_path / "train" / "tiny" / "G16" / "seed1"
+    twin.mkdir(parents=True)
+    every = np.where(T[:40] % 2 == 0, y, np.nan)  # 20 eval points: a curve of its own
+    pd.DataFrame({"step": T[:40], "reward": y, "eval_reward": every, "eval_accuracy": every,
+                  }).to_csv(twin / "log.csv", index=False)
+    assert [c.column for c in workflow_corpus([twin / "log.csv"])] == ["reward", "eval_reward"]  # accuracy = reward
     data = tmp_path / "data"
     data.mkdir()
     history = [{"step": int(s), "reward": float(v)} for s, v in zip(T[:30], y[:30])]

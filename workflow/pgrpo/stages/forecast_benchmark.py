@@ -92,7 +92,7 @@ def split_of(name: str) -> str:
 
 def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
     """Every ``{model}/G{G}/seed{seed}/log.csv`` of ``logs``, every column of :data:`WORKFLOW_COLUMNS` with enough
-    points; the reward curve carries the eval reward as its eval column; the runs of one model (all G and seeds) are
+    points that is not a copy of one taken before it (a binary reward's eval accuracy is its eval reward); the reward curve carries the eval reward as its eval column; the runs of one model (all G and seeds) are
     one group (Prop. 10). Split: :func:`split_of` the run's ``model/G/seed``."""
     curves: list[Curve] = []
     for log in sorted(Path(p) for p in logs):
@@ -110,12 +110,14 @@ def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
             pass
         context = RunContext(reward_range=(0.0, 1.0), batch=batch, mu=_num(meta.get("mu")),
                              k_ref=_num(meta.get("k_ref")))
+        taken: list[tuple[np.ndarray, np.ndarray]] = []
         for column in WORKFLOW_COLUMNS:
             if column not in frame.columns:
                 continue
             t, y = _finite(frame["step"], frame[column])
-            if t.size < MIN_POINTS:
-                continue
+            if t.size < MIN_POINTS or _same_as_any(t, y, taken):
+                continue  # too short, or a copy of a column already taken (a binary reward's eval accuracy)
+            taken.append((t, y))
             eval_steps = eval_values = None
             if column == "reward" and "eval_reward" in frame.columns:
                 eval_steps, eval_values = _finite(frame["step"], frame["eval_reward"])
@@ -295,6 +297,13 @@ def _num(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def _same_as_any(t: np.ndarray, y: np.ndarray, taken: Sequence[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether ``(t, y)`` repeats a curve already taken (same steps, same values): scored twice it would count
+    one curve twice in the medians."""
+    return any(t.shape == ot.shape and np.array_equal(t, ot) and np.allclose(y, oy, rtol=0, atol=1e-12)
+               for ot, oy in taken)
 
 
 def _finite(steps: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -258,7 +258,8 @@ def _cell_value(column: str, value: str) -> Any:
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
     """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
     forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
-    ratio to it, the 80% and 95% coverage, and the tail-mean oracle's ratio."""
+    ratio to it, the 80% and 95% coverage, the tail-mean oracle's ratio, the CRPS ratio to persistence, and the
+    plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best baseline."""
     path = Path(benchmark_csv)
     if not path.is_file():
         raise InputError(f"forecast benchmark {benchmark_csv}: no such file")
@@ -286,7 +287,13 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                     "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
                     "ratio_to_best_baseline": _num(r["ratio_to_best_baseline"]),
                     "coverage80": _num(r["coverage80"]), "coverage95": _num(r["coverage95"]),
-                    "oracle_ratio": _num(oracle.get("rmse_ratio")), "fraction": fraction})
+                    "oracle_ratio": _num(oracle.get("rmse_ratio")), "crps_ratio": _num(r.get("crps_ratio")),
+                    "plateau_error": _num(r.get("plateau_abs_error_noise")),
+                    "persistence_plateau_error": _num(
+                        by_cell.get((part, split, "persistence"), {}).get("plateau_abs_error_noise")),
+                    "best_baseline_plateau_error": _num(
+                        by_cell.get((part, split, best), {}).get("plateau_abs_error_noise")),
+                    "fraction": fraction})
     return in_part_order(out)
 
 
