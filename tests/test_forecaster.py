@@ -371,3 +371,14 @@ def test_a_baseline_whose_fit_fails_is_scored_as_persistence():
     by_method = {r["method"]: r for r in rows}
     assert by_method["sigmoid"]["fell_back_to_persistence"] is True
     assert by_method["sigmoid"]["rmse"] == pytest.approx(by_method["persistence"]["rmse"])
+
+
+def test_the_noise_floor_reading_of_a_cell_by_hand():
+    """Persistence at 1, floor at 0.6: a ratio of 0.8 closes (1 - 0.8) / (1 - 0.6) = 50% of the gap; a floor at or
+    above the 0.85 target leaves it out of any method's reach."""
+    from pgrpo.tables.forecast_benchmark import floor_reading
+
+    assert "closes 50% of the gap" in floor_reading(0.8, 0.6)
+    assert "closes -25% of the gap" in floor_reading(1.1, 0.6)  # worse than persistence
+    assert "no method can meet it" in floor_reading(0.9, 0.918)
+    assert floor_reading(0.9, float("nan")) == "no noise floor"

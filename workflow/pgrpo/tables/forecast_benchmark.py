@@ -44,6 +44,19 @@ def in_part_order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(rows, key=lambda r: (part_rank.get(r["part"], 9), split_rank.get(r["split"], 9)))
 
 
+def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE) -> str:
+    """What the noise floor says of a cell: a target under the floor cannot be met by any method (no forecast's
+    expected RMSE is below the noise); else the share of the gap from persistence (1) down to the floor that the
+    ratio closes, ``(1 - ratio) / (1 - floor)``."""
+    if not (isinstance(floor, (int, float)) and math.isfinite(floor)):
+        return "no noise floor"
+    if floor >= target:
+        return "the target is under the noise floor: no method can meet it on this cell"
+    if not math.isfinite(ratio):
+        return "no ratio"
+    return f"it closes {100 * (1 - ratio) / (1 - floor):.0f}% of the gap from persistence to the noise floor"
+
+
 def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaster") -> list[str]:
     """One line per (part, split) at the target fraction: the forecaster's numbers against the targets."""
     lines = []
@@ -53,7 +66,8 @@ def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaste
         checks = [
             (r["rmse_ratio"] <= TARGET_PERSISTENCE, f"RMSE {_f(r['rmse_ratio'], 3)} x persistence "
                                                     f"(target <= {TARGET_PERSISTENCE}; the held-out noise alone is "
-                                                    f"{_f(r.get('noise_floor_ratio'), 3)} x)"),
+                                                    f"{_f(r.get('noise_floor_ratio'), 3)} x; "
+                                                    f"{floor_reading(r['rmse_ratio'], r.get('noise_floor_ratio'))})"),
             (r["ratio_to_best_baseline"] <= TARGET_BEST_BASELINE,
              f"{_f(r['ratio_to_best_baseline'], 3)} x the best baseline, {r['best_baseline']} "
              f"(target <= {TARGET_BEST_BASELINE})"),
