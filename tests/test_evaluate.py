@@ -402,6 +402,6 @@ def test_table1_rejects_duplicates_and_mismatched_protocols(hand_made_evals, tmp
     other = eval_json(directory / "..", "m1", "G8_seed1", "gsm", 0.3, 0.5, n_problems=99)
     with pytest.raises(InputError, match="differs from"):
         run_table1(paths + [other], *outs)
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="eval JSON not found: .*absent.json"):
         run_table1([str(tmp_path / "absent.json")], *outs)
     assert not any(Path(p).exists() for p in outs)

@@ -202,7 +202,7 @@ def test_update_then_check_against_this_and_another_run(results):
 def test_missing_results_are_named_not_fatal(tmp_path):
     facts = collect_facts(symbolic_json=str(tmp_path / "absent.json"), logs=[str(tmp_path / "x" / "log.csv")],
                           fits_jsons=[str(tmp_path / "fit" / "m" / "fits.json")])
-    assert len(facts["missing"]) == 3 and "absent.json: no such file" in facts["missing"][0]
+    assert len(facts["missing"]) == 3 and "result file not found: " in facts["missing"][0] and "absent.json" in facts["missing"][0]
     block = render_block(facts)
     assert "Not in the results (left out above)" in block and block_errors(block) == []
     assert "No results yet" in render_block({})

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from pgrpo.atomic import atomic_path, write_csv, write_json, write_text
+from pgrpo.atomic import atomic_path, read_json, write_csv, write_json, write_text
 from pgrpo.errors import InputError, one_line
 from pgrpo.grpo.benchmarks import ANSWER_KINDS, load_benchmark, resolve_benchmark
 from pgrpo.grpo.chat import stop_token_ids, use_chat_template
@@ -198,13 +198,7 @@ LONG_COLUMNS = ["model", "variant", "G", "seed", "benchmark", "metric", "value",
 
 
 def _read_eval_json(path: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"eval JSON {path}: no such file")
-    try:
-        record = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"eval JSON {path}: not valid JSON ({one_line(exc)})") from None
+    record = read_json(path, "eval JSON")
     for key in ("model", "variant", "benchmark", "n_problems", "num_samples"):
         if key not in record:
             raise InputError(f"eval JSON {path}: missing key {key!r}")

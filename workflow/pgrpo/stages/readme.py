@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from pgrpo.atomic import write_json, write_text
+from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
 from pgrpo.fit.benchmark import ORACLE, summarize
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
@@ -40,16 +40,7 @@ def _num(x: Any) -> float | int | None:
 
 
 def _read_json(path: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({one_line(exc)})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: not a JSON object")
-    return data
+    return read_json(path, "result file")
 
 
 def _short(value: Any) -> str:
