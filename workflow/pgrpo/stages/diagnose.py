@@ -158,8 +158,10 @@ def run_diagnostics(
     return report
 
 
-def _log_curves(path: str, meta: Mapping[str, Any] | None, G: int | None,
-                allow_non_finite: bool = False) -> RunCurves:
+def log_curves(path: str, meta: Mapping[str, Any] | None, G: int | None,
+               allow_non_finite: bool = False) -> RunCurves:
+    """One run's log (:func:`read_log`) with what ``meta`` (a ``meta.json``) and ``G`` add: the curves the
+    diagnostics read."""
     curves = read_log(path, allow_non_finite)
     if meta:
         curves.meta = dict(meta)
@@ -177,7 +179,7 @@ def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: Diagn
     """The four diagnostics for one run's log (any of the formats :func:`read_log` reads). ``meta``: the run's
     ``meta.json`` content (model, G, eta, mu, k_ref) if known; ``G`` overrides. The across-G part of mode collapse
     needs several runs and is not part of a single log's diagnosis."""
-    return diagnose_curves(_log_curves(path, meta, G), config or DiagnosticsConfig())
+    return diagnose_curves(log_curves(path, meta, G), config or DiagnosticsConfig())
 
 
 def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = None,
@@ -225,7 +227,7 @@ def run_diagnose(
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None
-    curves = _log_curves(log_path, meta, G, allow_non_finite)
+    curves = log_curves(log_path, meta, G, allow_non_finite)
     report = diagnose_curves(curves, config)
     figures: list[str] = []
     for folder in dict.fromkeys(f for f in (out_dir_figures, out_dir) if f):

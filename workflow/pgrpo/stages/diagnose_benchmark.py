@@ -25,9 +25,10 @@ from pgrpo.atomic import write_csv, write_json, write_text
 from pgrpo.diagnose.benchmark import RULE_SETS, SPLITS, meta_from_notes, rows_for, summary_records
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.planted import SEED, planted_logs
+from pgrpo.diagnose.report import diagnose_curves
 from pgrpo.diagnose.settings import diagnostics_config
 from pgrpo.errors import InputError
-from pgrpo.stages.diagnose import diagnose_log
+from pgrpo.stages.diagnose import log_curves
 from pgrpo.tables.diagnose_benchmark import benchmark_markdown
 
 DEFAULT_DATA_DIR = "benchmarks/forecast/data"
@@ -78,10 +79,9 @@ def run_diagnose_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR,
     runs = write_planted(out) + runs
     rows: list[dict[str, Any]] = []
     for run in runs:
-        reports = {}
-        for rule_set in RULE_SETS:
-            config = diagnostics_config({"modes": {"rule_set": rule_set}})
-            reports[rule_set] = diagnose_log(str(run["path"]), meta=run["meta"] or None, config=config).to_dict()
+        curves = log_curves(str(run["path"]), run["meta"] or None, None)  # read once, diagnosed by each rule set
+        reports = {rule_set: diagnose_curves(curves, diagnostics_config({"modes": {"rule_set": rule_set}})).to_dict()
+                   for rule_set in RULE_SETS}
         write_json(out / "verdicts" / f"{run['name']}.json",
                    {r: {"summary": reports[r]["summary"], "modes": reports[r]["modes"]} for r in RULE_SETS})
         rows += rows_for(run["name"], run["split"], run["labels"], reports)
