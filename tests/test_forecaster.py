@@ -382,3 +382,21 @@ def test_the_noise_floor_reading_of_a_cell_by_hand():
     assert "closes -25% of the gap" in floor_reading(1.1, 0.6)  # worse than persistence
     assert "no method can meet it" in floor_reading(0.9, 0.918)
     assert floor_reading(0.9, float("nan")) == "no noise floor"
+
+
+def test_the_power_tail_deficit_by_hand_and_its_law_recovers_its_own_curve():
+    """``(1 + r t)^(-alpha)`` at r = 1, t = 3: 1/4 for alpha = 1, 1/16 for alpha = 2. A curve with a 1/t approach
+    (R0 = 0.2, R_inf = 0.9, r = 0.05, alpha = 1: the softmax-PG rate) plus noise: the power-tail law alone takes the
+    mixture's weight against the exponential, finds alpha = 1, and forecasts the tail within the noise."""
+    from pgrpo.fit.shape_grid import deficit_power_tail
+
+    assert deficit_power_tail(np.array([0.0, 3.0]), 1.0, 1.0) == pytest.approx([1.0, 0.25])
+    assert deficit_power_tail(np.array([3.0]), 1.0, 2.0) == pytest.approx([1.0 / 16])
+    rng = np.random.default_rng(5)
+    truth = 0.9 - 0.7 * deficit_power_tail(T, 0.05, 1.0)
+    y = truth + rng.normal(0, 0.01, T.size)
+    settings = ForecasterSettings(laws=("exponential", "power_tail"), guard="off")
+    p = forecast_early_window(T[EARLY], y[EARLY], T[~EARLY], RunContext(reward_range=(0.0, 1.0)), settings)
+    assert p.details["weights"]["power_tail"] > 0.9
+    assert p.details["params"]["power_tail"]["alpha"] == 1.0
+    assert np.sqrt(np.mean((p.mean - truth[~EARLY]) ** 2)) < 0.02

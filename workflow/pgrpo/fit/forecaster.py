@@ -6,8 +6,9 @@ overdamped response (Prop. 14) and, as a lever, the response whose shape is fixe
 with ``x = K eta``, ``omega_n^2 = 2x / ((1 + mu) + x K_ref^2)`` and
 ``zeta = ((1 - mu) - x K_ref) / sqrt(2x ((1 + mu) + x K_ref^2))``, one shape parameter (the stiffness measured from
 the early slope) instead of two; and two relaxation modes with free weights, ``w e^{-a t} + (1 - w) e^{-b t}`` (the
-fast nonlinear rise and the slow approach of the linearised drift's slowest mode, as the exact bandit shows them).
-A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
+fast nonlinear rise and the slow approach of the linearised drift's slowest mode, as the exact bandit shows them);
+and a power-law tail ``(1 + r t)^(-alpha)``, a softmax policy's ``O(1/t)`` approach under exact policy gradient
+(Mei et al. 2020; the grids: :mod:`pgrpo.fit.shape_grid`). A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
 is fitted by variable projection: on a grid of its shape parameters the amplitudes ``(R0, R_inf)`` are a weighted
 linear least-squares problem, bounded to the reward's range where one is known (a prior from the range); rates are
 bounded by what the data can show: none faster than ``pi / (2 Delta)`` for a logging interval ``Delta`` (no
@@ -44,35 +45,9 @@ from pgrpo.fit.intervals import (
     sample_intervals,
     time_to_fraction_of_change,
 )
-from pgrpo.fit.laws import (
-    EXPONENTIAL,
-    OVERDAMPED,
-    THREE_PHASE,
-    deficit_exponential,
-    deficit_overdamped,
-    deficit_three_phase,
-    deficit_underdamped,
-)
+from pgrpo.fit.laws import EXPONENTIAL, OVERDAMPED, THREE_PHASE
+from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, shape_grid
 
-FLAT = "flat"
-
-
-THEORY = "theory"
-
-
-TWO_MODE = "two_mode"
-
-
-_TWO_MODE_RATIOS, _TWO_MODE_WEIGHTS = (4.0, 10.0, 30.0, 100.0), (0.1, 0.25, 0.5, 0.75)
-
-
-FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, THEORY)
-
-
-_N_RATES = 90
-
-
-_OVERDAMPED_RATIOS = (1.5, 3.0, 8.0, 25.0, 100.0)
 
 
 @dataclass(frozen=True)
@@ -93,7 +68,7 @@ class ForecasterSettings:
     (``smoothed``).
     """
 
-    laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE)
+    laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, POWER_TAIL)
     theory: bool = False
     averaging: str = "akaike"
     criterion: str = "aicc"
@@ -129,92 +104,6 @@ class RunContext:
     k_ref: float | None = None
     siblings: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     eval_series: tuple[np.ndarray, np.ndarray] | None = None
-
-
-# ---- the laws on a shape grid ------------------------------------------------------------------------------------
-
-
-def theory_shape(x: np.ndarray, mu: float, k_ref: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(omega_n, zeta)`` of Eq. 9-10 at ``delta = 1`` as functions of ``x = K eta``."""
-    x = np.asarray(x, float)
-    mass = (1.0 + mu) + x * k_ref**2
-    omega = np.sqrt(2.0 * x / mass)
-    zeta = ((1.0 - mu) - x * k_ref) / np.sqrt(2.0 * x * mass)
-    return omega, zeta
-
-
-def _theory_deficit(t: np.ndarray, omega: float, zeta: float) -> np.ndarray:
-    if zeta >= 1.0:
-        return deficit_overdamped(t, omega, zeta)
-    return deficit_underdamped(t, omega, max(zeta, 1e-3))
-
-
-@dataclass
-class ShapeGrid:
-    """A law's shape parameters on a grid: ``shapes`` (grid points, as dicts) and the deficit at any times."""
-
-    law: str
-    shapes: list[dict[str, float]]
-    k: int
-
-    def deficits(self, t: np.ndarray) -> np.ndarray:
-        t = np.asarray(t, float)
-        if self.law == FLAT:
-            return np.ones((1, t.size))
-        rows = []
-        for s in self.shapes:
-            if self.law == EXPONENTIAL:
-                rows.append(deficit_exponential(t, s["lambda"]))
-            elif self.law == THREE_PHASE:
-                rows.append(deficit_three_phase(t, s["omega_n"]))
-            elif self.law == OVERDAMPED:
-                rows.append(deficit_overdamped(t, s["omega_n"], s["zeta"]))
-            elif self.law == TWO_MODE:
-                rows.append(s["w_slow"] * np.exp(-s["slow"] * t) + (1.0 - s["w_slow"]) * np.exp(-s["fast"] * t))
-            else:
-                rows.append(_theory_deficit(t, s["omega_n"], s["zeta"]))
-        return np.array(rows)
-
-
-def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = None,
-               k_ref: float | None = None) -> ShapeGrid | None:
-    """The grid of ``law`` with every rate in ``[rate_min, rate_max]`` (None for the theory law without mu, K_ref,
-    or when no stable ``x`` has a rate in range)."""
-    rates = np.geomspace(rate_min, rate_max, _N_RATES)
-    if law == FLAT:
-        return ShapeGrid(FLAT, [{}], 1)
-    if law == EXPONENTIAL:
-        return ShapeGrid(law, [{"lambda": float(r)} for r in rates], 3)
-    if law == THREE_PHASE:
-        return ShapeGrid(law, [{"omega_n": float(r)} for r in rates], 3)
-    if law == OVERDAMPED:
-        shapes = []
-        for a in np.geomspace(rate_min, rate_max, _N_RATES // 2):
-            for ratio in _OVERDAMPED_RATIOS:
-                shapes.append({"omega_n": float(a * math.sqrt(ratio)), "zeta": float(math.cosh(0.5 * math.log(ratio))),
-                               "slow_pole": float(a)})
-        return ShapeGrid(law, shapes, 4)
-    if law == TWO_MODE:
-        shapes = [{"slow": float(a), "fast": float(a * ratio), "w_slow": w}
-                  for a in np.geomspace(rate_min, rate_max, _N_RATES // 3) for ratio in _TWO_MODE_RATIOS
-                  for w in _TWO_MODE_WEIGHTS]
-        return ShapeGrid(law, shapes, 5)
-    if law == THEORY:
-        if mu is None or k_ref is None:
-            return None
-        x_max = (1.0 - mu) / k_ref if k_ref > 0 else math.inf  # Prop. 9: stable only below K eta K_ref = 1 - mu
-        x = np.geomspace(rate_min * (1.0 - mu) * 0.5, min(x_max * 0.999, 10.0), 3 * _N_RATES)
-        omega, zeta = theory_shape(x, mu, k_ref)
-        slow = np.where(zeta >= 1, omega * (zeta - np.sqrt(np.maximum(zeta**2 - 1, 0))), zeta * omega)
-        ok = (slow >= rate_min) & (omega <= rate_max * 4) & (np.where(zeta < 1, omega * np.sqrt(
-            np.clip(1 - zeta**2, 0, 1)), 0.0) <= rate_max)
-        if not ok.any():
-            return None
-        idx = np.nonzero(ok)[0]
-        idx = idx[np.linspace(0, idx.size - 1, min(idx.size, _N_RATES)).round().astype(int)]
-        return ShapeGrid(law, [{"K_eta": float(x[i]), "omega_n": float(omega[i]), "zeta": float(zeta[i])}
-                               for i in np.unique(idx)], 3)
-    raise ValueError(f"unknown forecast law {law!r}")
 
 
 # ---- variable projection with bounded amplitudes ---------------------------------------------------------------

@@ -253,6 +253,9 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name("two_mode" in default.laws, "+ two-mode law", "- two-mode law"):
             default.replace(laws=tuple(law for law in default.laws if law != "two_mode") if "two_mode" in default.laws
                             else (*default.laws, "two_mode")),
+        name("power_tail" in default.laws, "+ power-law tail (softmax PG's O(1/t))", "- power-law tail"):
+            default.replace(laws=tuple(law for law in default.laws if law != "power_tail")
+                            if "power_tail" in default.laws else (*default.laws, "power_tail")),
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
             default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
         **{f"forecaster: guard {mode}" if mode != "off" else "forecaster: - level guard (the law mixture alone)":
