@@ -5,8 +5,9 @@ Each law is ``R(t) = R_inf - (R_inf - R0) d(t)`` with a deficit ``d`` from 1 to 
 Eq. 14), the critically damped three-phase law (Prop. 14, Eq. 16), the two-pole overdamped response (Prop. 14), two
 relaxation modes with free weights, the response whose shape the optimizer fixes through Eq. 9-10 (``theory``), a
 flat law, and a power-law tail ``d(t) = (1 + r t)^(-alpha)``: a softmax policy trained by exact policy gradient
-approaches its optimum as ``O(1/t)``, not exponentially (Mei et al. 2020, "On the global convergence rates of softmax
-policy gradient methods", Theorem 4), which is what the exact bandit of Section 5.6 shows after its fast rise.
+approaches its optimum as ``O(1/t)``, not exponentially, while an entropy (or KL) term makes the approach to the
+regularised optimum exponential again (Mei, Xiao, Szepesvari & Schuurmans 2020, "On the global convergence rates of
+softmax policy gradient methods", ICML); the exact bandit of Section 5.6 shows the slow tail after its fast rise.
 On the grid the amplitudes ``(R0, R_inf)`` are linear, so each law is fitted by variable projection.
 """
 
