@@ -400,3 +400,21 @@ def test_the_power_tail_deficit_by_hand_and_its_law_recovers_its_own_curve():
     assert p.details["weights"]["power_tail"] > 0.9
     assert p.details["params"]["power_tail"]["alpha"] == 1.0
     assert np.sqrt(np.mean((p.mean - truth[~EARLY]) ** 2)) < 0.02
+
+
+def test_t90_is_that_of_the_point_forecast_with_the_draws_mean_beside_it():
+    """Early log flat at 0 (steps 0-9), the mean curve 0 until step 14 then 1 (plateau: the last 10% of 20 steps = 1,
+    t90 = 15). Half the draws are that curve (t90 = 15), half rise at step 19 only (their plateau 0.5, reached at
+    19): the draws' mean t90 is 17, a step neither mode has; t90's ``mean`` is the point forecast's 15."""
+    from pgrpo.fit.baselines import Predictive
+    from pgrpo.fit.forecaster import plateau_and_t90
+
+    steps = np.arange(10.0, 20.0)
+    mean = np.where(steps >= 15, 1.0, 0.0)
+    late = np.where(steps >= 19, 1.0, 0.0)
+    draws = np.vstack([mean] * 50 + [late] * 50)
+    prediction = Predictive("forecaster", steps, mean, {}, draws, draws, np.zeros(10), 0.1)
+    summary = plateau_and_t90(prediction, np.arange(10.0), np.zeros(10), 20, 0.0)
+    assert summary["plateau"]["mean"] == pytest.approx(1.0)
+    assert summary["t90"]["mean"] == 15.0 and summary["t90"]["mean_of_draws"] == pytest.approx(17.0)
+    assert (summary["t90"]["lo80"], summary["t90"]["hi80"]) == (15.0, 19.0)

@@ -553,8 +553,10 @@ def plateau_and_t90(prediction: Predictive, t_early: np.ndarray, y_early: np.nda
                     start: float) -> dict[str, dict[str, float]]:
     """The plateau (the mean curve's mean over the run's last 10% of steps) and t90 (the first step at which the
     path, smoothed early log then the mean curve, makes 90% of its change from ``start`` to the plateau), each with
-    its central 80% band from the mean-curve draws; t90's ``mean`` is over the draws that reach it (NaN when fewer
-    than half do), ``of_mean_curve`` that of the mean curve itself."""
+    its central 80% band from the mean-curve draws. Both ``mean`` values are those of the point forecast (the mean
+    curve), so they agree with the curve drawn; t90's ``mean_of_draws`` is the mean over the draws that reach it (NaN
+    when fewer than half do): a mixture of a flat law (the change already made) and a rising one puts that mean
+    between the two modes, at a step no draw has."""
     tail = max(1, int(round(PLATEAU_SHARE * n_total)))
     tail = min(tail, prediction.steps.size)
     plateau_draws = np.mean(prediction.mean_draws[:, -tail:], axis=1)
@@ -576,6 +578,6 @@ def plateau_and_t90(prediction: Predictive, t_early: np.ndarray, y_early: np.nda
     return {
         "plateau": {"mean": plateau_mean, "lo80": float(np.quantile(plateau_draws, 0.1)),
                     "hi80": float(np.quantile(plateau_draws, 0.9))},
-        "t90": {"mean": mean, "lo80": float(lo), "hi80": float(hi), "of_mean_curve": t90_point,
+        "t90": {"mean": t90_point, "lo80": float(lo), "hi80": float(hi), "mean_of_draws": mean,
                 "share_reached": float(reached.mean())},
     }
