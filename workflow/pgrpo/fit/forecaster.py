@@ -5,14 +5,15 @@ single exponential (Cor. 13, Eq. 14), the critically damped three-phase law (Pro
 overdamped response (Prop. 14) and, as a lever, the response whose shape is fixed by the optimizer through Eq. 9-10:
 with ``x = K eta``, ``omega_n^2 = 2x / ((1 + mu) + x K_ref^2)`` and
 ``zeta = ((1 - mu) - x K_ref) / sqrt(2x ((1 + mu) + x K_ref^2))``, one shape parameter (the stiffness measured from
-the early slope) instead of two; and two relaxation modes with free weights, ``w e^{-a t} + (1 - w) e^{-b t}`` (the
+the early slope) instead of two; two relaxation modes with free weights, ``w e^{-a t} + (1 - w) e^{-b t}`` (the
 fast nonlinear rise and the slow approach of the linearised drift's slowest mode, as the exact bandit shows them);
 and a power-law tail ``(1 + r t)^(-alpha)``, a softmax policy's ``O(1/t)`` approach under exact policy gradient
-(Mei et al. 2020; the grids: :mod:`pgrpo.fit.shape_grid`). A flat law covers a curve that never rises; ``R_inf < R0`` is a fall. Each law
-is fitted by variable projection: on a grid of its shape parameters the amplitudes ``(R0, R_inf)`` are a weighted
-linear least-squares problem, bounded to the reward's range where one is known (a prior from the range); rates are
-bounded by what the data can show: none faster than ``pi / (2 Delta)`` for a logging interval ``Delta`` (no
-oscillation or rise between two logged points), none slower than ``0.1 / T`` for the run's length ``T``.
+(Mei et al. 2020; the grids: :mod:`pgrpo.fit.shape_grid`). A flat law covers a curve that never rises;
+``R_inf < R0`` is a fall. Each law is fitted by variable projection: on a grid of its shape parameters the
+amplitudes ``(R0, R_inf)`` are a weighted linear least-squares problem, bounded to the reward's range where one is
+known (a prior from the range); rates are bounded by what the data can show: none faster than ``pi / (2 Delta)``
+for a logging interval ``Delta`` (no oscillation or rise between two logged points), none slower than ``0.1 / T``
+for the run's length ``T``.
 
 The laws are averaged by Akaike weights (AICc); within a law the shape grid carries a posterior
 ``exp(-chi^2 / 2) det(X^T W X)^{-1/2}`` and the amplitudes their Gaussian conditional, so a plateau the window
@@ -47,7 +48,6 @@ from pgrpo.fit.intervals import (
 )
 from pgrpo.fit.laws import EXPONENTIAL, OVERDAMPED, THREE_PHASE
 from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, shape_grid
-
 
 
 @dataclass(frozen=True)
