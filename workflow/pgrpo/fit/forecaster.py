@@ -521,7 +521,7 @@ def _window_notes(fit: LawFit, t: np.ndarray, weight: float) -> list[str]:
         return []
     p = fit.params()
     notes = []
-    rate = p.get("slow_pole", p.get("lambda", p.get("slow", p.get("omega_n"))))
+    rate = p.get("slow_pole", p.get("lambda", p.get("slow", p.get("omega_n", p.get("rate")))))  # rate: power tail
     if fit.law == OVERDAMPED:
         rate = p["slow_pole"]
     if fit.law == THEORY and p["zeta"] < 1:
