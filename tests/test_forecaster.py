@@ -418,3 +418,15 @@ def test_t90_is_that_of_the_point_forecast_with_the_draws_mean_beside_it():
     assert summary["plateau"]["mean"] == pytest.approx(1.0)
     assert summary["t90"]["mean"] == 15.0 and summary["t90"]["mean_of_draws"] == pytest.approx(17.0)
     assert (summary["t90"]["lo80"], summary["t90"]["hi80"]) == (15.0, 19.0)
+
+
+def test_the_slowest_rate_of_each_law_by_hand():
+    """The time scale the window note compares with the window: each law's slowest approach."""
+    from pgrpo.fit.shape_grid import slowest_rate
+
+    assert slowest_rate("exponential", {"lambda": 0.1}) == 0.1
+    assert slowest_rate("overdamped", {"omega_n": 0.2, "zeta": 1.25, "slow_pole": 0.1}) == 0.1
+    assert slowest_rate("two_mode", {"slow": 0.01, "fast": 0.1, "w_slow": 0.5}) == 0.01
+    assert slowest_rate("power_tail", {"rate": 0.05, "alpha": 1.0}) == 0.05
+    assert slowest_rate("theory", {"K_eta": 0.1, "omega_n": 0.4, "zeta": 0.5}) == pytest.approx(0.2)
+    assert slowest_rate("flat", {}) is None

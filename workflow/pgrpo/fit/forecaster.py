@@ -47,7 +47,7 @@ from pgrpo.fit.intervals import (
     time_to_fraction_of_change,
 )
 from pgrpo.fit.laws import EXPONENTIAL, OVERDAMPED, THREE_PHASE
-from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, shape_grid
+from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, shape_grid, slowest_rate
 
 
 @dataclass(frozen=True)
@@ -199,9 +199,7 @@ def fit_on_grid(law: str, grid: ShapeGrid, series: Sequence[tuple[np.ndarray, np
     for j, (t, y, w) in enumerate(series):
         D = grid.deficits(t)
         if grid.law == FLAT:
-            level = float(np.sum(w * y) / np.sum(w))
-            if bounds is not None:
-                level = float(np.clip(level, *bounds))
+            level = _clip_to(float(np.sum(w * y) / np.sum(w)), bounds)
             r0 = ri = np.array([level])
             c2 = np.array([float(np.sum(w * (y - level) ** 2))])
             logdet = np.array([math.log(max(float(np.sum(w)), 1e-300))])
@@ -355,7 +353,7 @@ def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence
         if law == FLAT and settings.flat_level == "smoothed":
             level, level_sd, _ = smoothed_level(y)
             if math.isfinite(level):
-                fits[-1].future_level = float(np.clip(level, *bounds)) if bounds is not None else level
+                fits[-1].future_level = _clip_to(level, bounds)
                 fits[-1].future_level_sd = level_sd if math.isfinite(level_sd) else 0.0
     if not fits:
         return baseline_forecast("persistence", t, y, steps)
@@ -494,17 +492,20 @@ def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds
         if fit.law == FLAT:
             r0 = ri = r0 + sd * rng.standard_normal()
             if fit.future_level is not None:
-                level = fit.future_level + fit.future_level_sd * rng.standard_normal()
-                out_future[j] = float(np.clip(level, *bounds)) if bounds is not None else level
-                out_early[j] = float(np.clip(r0, *bounds)) if bounds is not None else r0
+                out_future[j] = _clip_to(fit.future_level + fit.future_level_sd * rng.standard_normal(), bounds)
+                out_early[j] = _clip_to(r0, bounds)
                 continue
         else:
             r0, ri = _amplitude_draw(fit, i, r0, ri, scale, rng)
-        if bounds is not None:
-            r0, ri = float(np.clip(r0, *bounds)), float(np.clip(ri, *bounds))
+        r0, ri = _clip_to(r0, bounds), _clip_to(ri, bounds)
         out_future[j] = ri - (ri - r0) * D_future[i]
         out_early[j] = ri - (ri - r0) * D_early[i]
     return out_future, out_early
+
+
+def _clip_to(value: float, bounds: tuple[float, float] | None) -> float:
+    """``value`` clipped to ``bounds`` (the reward's range), or as it is without bounds."""
+    return float(np.clip(value, *bounds)) if bounds is not None else float(value)
 
 
 def _amplitude_draw(fit: LawFit, i: int, r0: float, ri: float, scale: float,
@@ -519,13 +520,8 @@ def _amplitude_draw(fit: LawFit, i: int, r0: float, ri: float, scale: float,
 def _window_notes(fit: LawFit, t: np.ndarray, weight: float) -> list[str]:
     if weight < 0.2 or fit.law == FLAT:
         return []
-    p = fit.params()
     notes = []
-    rate = p.get("slow_pole", p.get("lambda", p.get("slow", p.get("omega_n", p.get("rate")))))  # rate: power tail
-    if fit.law == OVERDAMPED:
-        rate = p["slow_pole"]
-    if fit.law == THEORY and p["zeta"] < 1:
-        rate = p["zeta"] * p["omega_n"]
+    rate = slowest_rate(fit.law, fit.grid.shapes[fit.best])
     if rate and 1.0 / rate > (t[-1] - t[0]):
         notes.append(f"{fit.law}: time scale 1/rate = {1.0 / rate:.0f} steps is longer than the window "
                      f"({t[-1] - t[0]:.0f} steps): its plateau is set by the prior, not the data")

@@ -147,3 +147,15 @@ def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = No
         return ShapeGrid(law, [{"K_eta": float(x[i]), "omega_n": float(omega[i]), "zeta": float(zeta[i])}
                                for i in np.unique(idx)], 3)
     raise ValueError(f"unknown forecast law {law!r}")
+
+
+def slowest_rate(law: str, shape: dict[str, float]) -> float | None:
+    """The rate of a grid point's slowest approach to its plateau (1 / its time scale): the exponential's
+    ``lambda``, the three-phase law's ``omega_n``, the overdamped response's slow pole, the two modes' slow one, the
+    power tail's ``rate``, the theory law's decay ``zeta omega_n`` when underdamped (else its ``omega_n``); None for
+    the flat law."""
+    if law == THEORY:
+        return shape["zeta"] * shape["omega_n"] if shape["zeta"] < 1 else shape["omega_n"]
+    key = {EXPONENTIAL: "lambda", THREE_PHASE: "omega_n", OVERDAMPED: "slow_pole", TWO_MODE: "slow",
+           POWER_TAIL: "rate"}.get(law)
+    return shape[key] if key else None

@@ -92,8 +92,9 @@ def split_of(name: str) -> str:
 
 def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
     """Every ``{model}/G{G}/seed{seed}/log.csv`` of ``logs``, every column of :data:`WORKFLOW_COLUMNS` with enough
-    points that is not a copy of one taken before it (a binary reward's eval accuracy is its eval reward); the reward curve carries the eval reward as its eval column; the runs of one model (all G and seeds) are
-    one group (Prop. 10). Split: :func:`split_of` the run's ``model/G/seed``."""
+    points that is not a copy of one taken before it (a binary reward's eval accuracy is its eval reward); the
+    reward curve carries the eval reward as its eval column; the runs of one model (all G and seeds) are one group
+    (Prop. 10). Split: :func:`split_of` the run's ``model/G/seed``."""
     curves: list[Curve] = []
     for log in sorted(Path(p) for p in logs):
         match = _RUN.search(log.as_posix())
@@ -237,6 +238,11 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
     def name(flag: bool, on: str, off: str) -> str:
         return f"forecaster: {off if flag else on}"
 
+    def toggle_law(law: str) -> ForecasterSettings:
+        """The default without ``law`` where it has it, else with it."""
+        laws = default.laws
+        return default.replace(laws=tuple(x for x in laws if x != law) if law in laws else (*laws, law))
+
     return {
         name(default.theory, "+ Eq. 9-10 law (K from the early slope)", "- Eq. 9-10 law"):
             default.replace(theory=not default.theory),
@@ -250,12 +256,9 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name(default.eval_column, "+ eval column", "- eval column"): default.replace(eval_column=not default.eval_column),
         name(default.deviation, "+ run's own deviation (OU)", "- run's own deviation (OU)"):
             default.replace(deviation=not default.deviation),
-        name("two_mode" in default.laws, "+ two-mode law", "- two-mode law"):
-            default.replace(laws=tuple(law for law in default.laws if law != "two_mode") if "two_mode" in default.laws
-                            else (*default.laws, "two_mode")),
+        name("two_mode" in default.laws, "+ two-mode law", "- two-mode law"): toggle_law("two_mode"),
         name("power_tail" in default.laws, "+ power-law tail (softmax PG's O(1/t))", "- power-law tail"):
-            default.replace(laws=tuple(law for law in default.laws if law != "power_tail")
-                            if "power_tail" in default.laws else (*default.laws, "power_tail")),
+            toggle_law("power_tail"),
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
             default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
         **{f"forecaster: guard {mode}" if mode != "off" else "forecaster: - level guard (the law mixture alone)":
@@ -305,8 +308,7 @@ def _num(value: Any) -> float | None:
 def _same_as_any(t: np.ndarray, y: np.ndarray, taken: Sequence[tuple[np.ndarray, np.ndarray]]) -> bool:
     """Whether ``(t, y)`` repeats a curve already taken (same steps, same values): scored twice it would count
     one curve twice in the medians."""
-    return any(t.shape == ot.shape and np.array_equal(t, ot) and np.allclose(y, oy, rtol=0, atol=1e-12)
-               for ot, oy in taken)
+    return any(np.array_equal(t, ot) and np.allclose(y, oy, rtol=0, atol=1e-12) for ot, oy in taken)
 
 
 def _finite(steps: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -180,7 +180,7 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         best = c.get("best_baseline")
         best_text = "persistence" if best == "persistence" else f"{best} ({_f(c.get('best_baseline_ratio'), '.3f')})"
         ratio = _f(c.get("rmse_ratio"), ".3f")
-        met = isinstance(c.get("rmse_ratio"), (int, float)) and c["rmse_ratio"] <= TARGET_PERSISTENCE
+        met = _finite(c.get("rmse_ratio")) and c["rmse_ratio"] <= TARGET_PERSISTENCE
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"], str(c["curves"]),
                      f"**{ratio}**" if met else ratio, _f(c.get("noise_floor_ratio"), ".3f"), best_text,
                      _f(c.get("ratio_to_best_baseline"), ".3f"), _pct0(c.get("coverage80")),
