@@ -22,6 +22,7 @@ from pgrpo.diagnose.records import (
     RunCurves,
 )
 from pgrpo.diagnose.settings import DiagnosticsConfig
+from pgrpo.fit.settings import implied_range
 
 
 def relative_drift(progress: np.ndarray, values: np.ndarray, reference: float) -> float:
@@ -148,9 +149,7 @@ def _saturation_note(curves: RunCurves, config: DiagnosticsConfig, numbers: dict
         return f"{text}: the reward is in the lower part of its range: degenerate groups (stuck) (modes.degeneracy)", \
             False
     steps, values, _ = curves.series("reward")
-    known = config.modes.reward_range
-    if known is None and values.size and float(np.min(values)) >= 0.0 and float(np.max(values)) <= 1.0:
-        known = (0.0, 1.0)
+    known = config.modes.reward_range if config.modes.reward_range is not None else implied_range(values)
     if known is None:
         return (f"{text}, the run's own range: saturation (solved prompts) or collapse not told apart without the "
                 "reward's range (diagnostics.modes.reward_range)"), False
