@@ -31,10 +31,6 @@ CHAT_SETTINGS: tuple[Any, ...] = (True, False, "auto", None)
 _MARK = "PGRPO_ASSISTANT_TEXT_7f3a"
 
 
-#: the values a ``chat_template`` setting takes (None: off)
-CHAT_TEMPLATE_SETTINGS = (True, False, "auto", None)
-
-
 def check_prompt_template(where: str, template: Any) -> None:
     """``{where}.prompt_template`` is None (the default) or a string with ``{question}``; else an InputError."""
     if template is not None and (not isinstance(template, str) or "{question}" not in template):
@@ -45,7 +41,7 @@ def check_prompt_settings(where: str, section: dict) -> None:
     """``{where}.prompt_template`` (:func:`check_prompt_template`) and ``{where}.chat_template`` (true, false, auto
     or null) of a config section, before any model is loaded."""
     check_prompt_template(where, section["prompt_template"])
-    if section["chat_template"] not in CHAT_TEMPLATE_SETTINGS:
+    if section["chat_template"] not in CHAT_SETTINGS:
         raise InputError(f"{where}.chat_template must be true, false or auto, got {section['chat_template']!r}")
 
 
