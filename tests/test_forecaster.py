@@ -382,6 +382,59 @@ def test_the_noise_floor_reading_of_a_cell_by_hand():
     assert "closes -25% of the gap" in floor_reading(1.1, 0.6)  # worse than persistence
     assert "no method can meet it" in floor_reading(0.9, 0.918)
     assert floor_reading(0.9, float("nan")) == "no noise floor"
+    # a cubic fitted in hindsight to the held-out values at 0.872 x persistence: the 0.85 target is under it
+    assert "out of any forecast's reach" in floor_reading(0.9, 0.6, hindsight=0.872)
+    assert "closes 50% of the gap" in floor_reading(0.8, 0.6, hindsight=0.70)  # under the target: the floor speaks
+
+
+def test_the_verdict_names_the_targets_a_hindsight_cubic_cannot_meet():
+    """A cell whose hindsight cubic is at 0.872 x persistence and 0.914 x the best baseline: both RMSE targets are
+    out of reach and the verdict says so with those numbers; a cell whose cubic is at 0.6 / 0.7 gets the floor's
+    reading and no such clause."""
+    from pgrpo.fit.benchmark import HINDSIGHT
+    from pgrpo.tables.forecast_benchmark import verdict_lines
+
+    def row(part, method, ratio, to_best):
+        return {"part": part, "split": "dev", "fraction": 0.25, "method": method, "curves": 5, "rmse_ratio": ratio,
+                "noise_floor_ratio": 0.6, "ratio_to_best_baseline": to_best, "best_baseline": "domhan",
+                "coverage80": 0.8}
+
+    summary = [row("real", "forecaster", 0.9, 0.95), row("real", HINDSIGHT, 0.872, 0.914),
+               row("bandit", "forecaster", 0.8, 0.95), row("bandit", HINDSIGHT, 0.6, 0.7)]
+    bandit, real = sorted(verdict_lines(summary), key=lambda line: line.startswith("- **real"))
+    assert "reaches 0.872 x: the target is under the best smooth curve" in real
+    assert "reaches 0.914 x it: out of any forecast's reach" in real
+    assert "closes 50% of the gap" in bandit and "hindsight" not in bandit
+
+
+def test_the_hindsight_cubic_is_the_least_squares_cubic_through_the_held_out_values():
+    """A tail that is a cubic in the step is matched exactly (RMSE 0); on a noisy tail the hindsight fit is
+    numpy.polyfit's cubic in the raw step (an independent fit), and its RMSE is at most that of the generating curve
+    and of the tail's own mean (least squares over a family holding both)."""
+    from pgrpo.fit.benchmark import HINDSIGHT, ORACLE, hindsight_method, oracle_method
+
+    t = np.arange(0.0, 201.0)
+    held = t > 50
+    cubic = 0.2 + 1e-3 * t - 4e-6 * t**2 + 1e-8 * t**3
+    curve = Curve("c", "bandit", "dev", "reward", t, cubic)
+    exact = hindsight_method()(curve, t[~held], cubic[~held], t[held], RunContext())
+    assert exact.method == HINDSIGHT and np.sqrt(np.mean((exact.mean - cubic[held]) ** 2)) < 1e-9
+
+    rng = np.random.default_rng(3)
+    truth = 0.8 - 0.6 * np.exp(-t / 40.0)
+    noisy = truth + 0.05 * rng.standard_normal(t.size)
+    curve = Curve("n", "bandit", "dev", "reward", t, noisy)
+    fit = hindsight_method()(curve, t[~held], noisy[~held], t[held], RunContext())
+    reference = np.polyval(np.polyfit(t[held], noisy[held], 3), t[held])
+    np.testing.assert_allclose(fit.mean, reference, atol=1e-9)
+
+    def score(mean):
+        return float(np.sqrt(np.mean((noisy[held] - mean) ** 2)))
+
+    tail_mean = oracle_method()(curve, t[~held], noisy[~held], t[held], RunContext())
+    assert tail_mean.method == ORACLE
+    assert score(fit.mean) <= score(truth[held]) and score(fit.mean) <= score(tail_mean.mean)
+    assert np.all(fit.intervals["lo80"] <= fit.mean) and np.all(fit.mean <= fit.intervals["hi80"])
 
 
 def test_the_power_tail_deficit_by_hand_and_its_law_recovers_its_own_curve():

@@ -236,6 +236,8 @@ def test_the_forecast_benchmark_facts_are_its_medians(tmp_path):
                      "coverage95": 0.95, "crps_ratio": ratio - 0.1, "plateau_abs_error_noise": plateau})
         rows.append({**common, "method": "oracle (tail mean)", "rmse": 0.7, "rmse_ratio": 0.7, "coverage80": 0.8,
                      "coverage95": 0.9})
+        rows.append({**common, "method": "oracle (cubic in hindsight)", "rmse": 0.5 + 0.1 * i,
+                     "rmse_ratio": 0.5 + 0.1 * i, "coverage80": 0.8, "coverage95": 0.9})
     rows.append({"curve": "c9", "part": "real", "split": "dev", "fraction": 0.25, "method": "all", "success": False})
     path = tmp_path / "benchmark.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
@@ -244,13 +246,14 @@ def test_the_forecast_benchmark_facts_are_its_medians(tmp_path):
     assert cell["curves"] == 3 and cell["rmse_ratio"] == pytest.approx(0.9)
     assert cell["noise_floor_ratio"] == pytest.approx(0.7) and cell["coverage80"] == pytest.approx(0.8)
     assert cell["best_baseline"] == "persistence" and cell["oracle_ratio"] == pytest.approx(0.7)
+    assert cell["hindsight_ratio"] == pytest.approx(0.6)  # the median of 0.5, 0.6, 0.7
     assert cell["ratio_to_best_baseline"] == pytest.approx(0.9) and cell["crps_ratio"] == pytest.approx(0.8)
     # plateau errors: the forecaster's median of 0.1, 0.5, 0.3; persistence's (the best baseline here) of 2, 3, 4
     assert cell["plateau_error"] == pytest.approx(0.3) and cell["persistence_plateau_error"] == pytest.approx(3.0)
     assert cell["best_baseline_plateau_error"] == pytest.approx(3.0)
     block = render_block(facts)
     assert "Forecast benchmark" in block and "| bandit | dev | 3 | 0.900 | 0.700 |" in block
-    assert "| 0.800 | 0.30 · 3.00 · 3.00 |" in block
+    assert "| 0.700 | 0.600 | 0.800 | 0.30 · 3.00 · 3.00 |" in block
     assert block_errors(block) == []
     pd.DataFrame([{k: v for k, v in r.items() if k != "rmse_ratio"} for r in rows]).to_csv(path, index=False)
     facts = collect_facts(forecast_benchmark_csv=str(path))

@@ -9,6 +9,10 @@ the last 10% of the curve, the time-to-90% error (as a share of the run; only wh
 three standard errors of its end means), the coverage of the 80% and 95% intervals, the 80% interval score and the
 CRPS (both also as ratios to persistence's). Summaries: the median of each ratio and the mean coverage per corpus
 part and split, and overall with every part weighted equally.
+
+Two oracles see the held-out values and are no methods: their own mean (the least RMSE of any constant forecast)
+and a cubic in the step least-squares fitted to them (the best smooth curve through the answer): a target under a
+cell's hindsight cubic cannot be met by any forecast that a cubic follows over the tail.
 """
 
 from __future__ import annotations
@@ -87,6 +91,10 @@ def forecaster_method(settings: ForecasterSettings) -> Method:
 ORACLE = "oracle (tail mean)"
 
 
+#: the best smooth curve in hindsight: a cubic in the step least-squares fitted to the held-out values themselves
+HINDSIGHT = "oracle (cubic in hindsight)"
+
+
 def oracle_method() -> Method:
     """Not a method: the held-out values' own mean and quantiles (what no constant forecast can beat)."""
 
@@ -100,6 +108,28 @@ def oracle_method() -> Method:
             for side in ("lo", "hi")}
         return Predictive(ORACLE, steps, mean, intervals, np.tile(mean, (10, 1)), draws, np.full(t.size, np.nan),
                           float(np.std(tail)))
+
+    return run
+
+
+def hindsight_method(degree: int = 3) -> Method:
+    """Not a method: a polynomial of ``degree`` in the step, least-squares fitted to the held-out values themselves
+    (in hindsight, on the very values it is scored on), with their residuals' quantiles as its intervals. Its RMSE is
+    the least any forecast of that form can have on the curve, and a cubic follows a saturating tail closely: a
+    target under its ratio asks a forecast to beat the best smooth curve drawn through the answer."""
+
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        tail = curve.values[np.isin(curve.steps, steps)]
+        span = float(steps[-1] - steps[0]) or 1.0
+        design = np.vander((steps - steps[0]) / span, min(degree, steps.size - 1) + 1)
+        mean = design @ np.linalg.lstsq(design, tail, rcond=None)[0]
+        residual = tail - mean
+        spread = np.quantile(residual, np.linspace(0.0025, 0.9975, 200))
+        intervals = {f"{side}{round(level * 100)}": mean + float(np.quantile(
+            residual, 0.5 - level / 2 if side == "lo" else 0.5 + level / 2)) for level in (0.8, 0.95)
+            for side in ("lo", "hi")}
+        return Predictive(HINDSIGHT, steps, mean, intervals, np.tile(mean, (10, 1)), mean[None, :] + spread[:, None],
+                          np.full(t.size, np.nan), float(np.std(residual)))
 
     return run
 
@@ -224,6 +254,7 @@ def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict
     methods: dict[str, Method] = {name: baseline_method(name) for name in BASELINES}
     methods["forecaster"] = forecaster_method(settings)
     methods[ORACLE] = oracle_method()
+    methods[HINDSIGHT] = hindsight_method()
     return methods
 
 

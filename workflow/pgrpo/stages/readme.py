@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
-from pgrpo.fit.benchmark import ORACLE, summarize
+from pgrpo.fit.benchmark import HINDSIGHT, ORACLE, summarize
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
 from pgrpo.tables.readme import block_errors, facts_of_block, find_block, render_block, replace_block
 
@@ -249,7 +249,7 @@ def _cell_value(column: str, value: str) -> Any:
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
     """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
     forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
-    ratio to it, the 80% and 95% coverage, the tail-mean oracle's ratio, the CRPS ratio to persistence, and the
+    ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to persistence, and the
     plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best baseline."""
     path = Path(benchmark_csv)
     if not path.is_file():
@@ -273,12 +273,14 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
             continue
         best = r.get("best_baseline")
         oracle = by_cell.get((part, split, ORACLE), {})
+        hindsight = by_cell.get((part, split, HINDSIGHT), {})
         out.append({"part": part, "split": split, "curves": r["curves"], "rmse_ratio": _num(r["rmse_ratio"]),
                     "noise_floor_ratio": _num(r.get("noise_floor_ratio")), "best_baseline": best,
                     "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
                     "ratio_to_best_baseline": _num(r["ratio_to_best_baseline"]),
                     "coverage80": _num(r["coverage80"]), "coverage95": _num(r["coverage95"]),
-                    "oracle_ratio": _num(oracle.get("rmse_ratio")), "crps_ratio": _num(r.get("crps_ratio")),
+                    "oracle_ratio": _num(oracle.get("rmse_ratio")),
+                    "hindsight_ratio": _num(hindsight.get("rmse_ratio")), "crps_ratio": _num(r.get("crps_ratio")),
                     "plateau_error": _num(r.get("plateau_abs_error_noise")),
                     "persistence_plateau_error": _num(
                         by_cell.get((part, split, "persistence"), {}).get("plateau_abs_error_noise")),

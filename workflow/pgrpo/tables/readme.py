@@ -174,6 +174,7 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     fraction = cells[0].get("fraction", TARGET_FRACTION) if cells else TARGET_FRACTION
     header = ["part", "split", "curves", "forecaster / persistence", "noise floor", "best baseline (its ratio)",
               "forecaster / best baseline", "80% covers", "95% covers", "oracle: the tail's own mean",
+              "oracle: a cubic fitted to the tail",
               "CRPS / persistence", "plateau error: forecaster · persistence · best baseline"]
     rows = []
     for c in cells:
@@ -184,14 +185,17 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"], str(c["curves"]),
                      f"**{ratio}**" if met else ratio, _f(c.get("noise_floor_ratio"), ".3f"), best_text,
                      _f(c.get("ratio_to_best_baseline"), ".3f"), _pct0(c.get("coverage80")),
-                     _pct0(c.get("coverage95")), _f(c.get("oracle_ratio"), ".3f"), _f(c.get("crps_ratio"), ".3f"),
+                     _pct0(c.get("coverage95")), _f(c.get("oracle_ratio"), ".3f"),
+                     _f(c.get("hindsight_ratio"), ".3f"), _f(c.get("crps_ratio"), ".3f"),
                      " · ".join(_f(c.get(k), ".2f") for k in ("plateau_error", "persistence_plateau_error",
                                                               "best_baseline_plateau_error"))])
     table = markdown_table(header, rows, align=["l", "l"] + ["r"] * (len(header) - 2))
     lines = [f"- **Forecast benchmark** (`results/forecast/benchmark.md`): cut at f = {_f(fraction, 'g')} of each "
              f"curve's steps, median held-out RMSE over persistence's (bold: at or below {TARGET_PERSISTENCE}), the "
              "noise floor (the held-out values' own noise s.d. over persistence's RMSE: no forecast's expected RMSE "
-             "is below it), the best baseline of the cell, the mean coverage of the forecaster's intervals, its CRPS "
+             "is below it), the best baseline of the cell, the mean coverage of the forecaster's intervals, two "
+             "oracles that see the held-out values (their own mean, and a cubic in the step least-squares fitted to "
+             "them: the best smooth curve through the answer), the forecaster's CRPS "
              "(the whole predictive distribution) over persistence's, and the median error of the forecast plateau "
              "(the mean of the run's last 10%) in units of the early window's noise s.d.:", ""]
     return lines + _indented(table) + [""]
