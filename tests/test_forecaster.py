@@ -5,6 +5,7 @@ interval), `pgrpo forecast` on every saved log format, and the benchmark protoco
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -317,6 +318,14 @@ def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_sp
     real = real_corpus(data)
     assert len(real) == 1 and real[0].split == "holdout" and real[0].context.reward_range == (0.0, 1.0)
     assert real[0].provenance["source"]["license"] == "MIT"
+    # a log labels.json does not name takes the rule's split of its file name: holdout iff sha1(name) % 3 == 0
+    for name in ("b.json", "g.json"):
+        (data / name).write_text((data / "a.json").read_text())
+    rule = {name: "holdout" if int(hashlib.sha1(name.encode()).hexdigest(), 16) % 3 == 0 else "dev"
+            for name in ("b.json", "g.json")}
+    assert rule == {"b.json": "dev", "g.json": "holdout"}
+    splits = {c.provenance["file"]: c.split for c in real_corpus(data)}
+    assert splits == {"a.json": "holdout", **rule}
     assert real_corpus(tmp_path / "absent") == []
 
 
