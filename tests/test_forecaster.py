@@ -394,6 +394,9 @@ def test_the_noise_floor_reading_of_a_cell_by_hand():
     # a cubic fitted in hindsight to the held-out values at 0.872 x persistence: the 0.85 target is under it
     assert "out of any forecast's reach" in floor_reading(0.9, 0.6, hindsight=0.872)
     assert "closes 50% of the gap" in floor_reading(0.8, 0.6, hindsight=0.70)  # under the target: the floor speaks
+    # a floor of 1.046 over the target, a hindsight cubic at 0.777 under it: the floor estimate is loose here
+    assert "the two bounds disagree" in floor_reading(0.98, 1.046, hindsight=0.777)
+    assert "no method can meet it" in floor_reading(0.98, 1.046)  # the floor alone
 
 
 def test_the_verdict_names_the_targets_a_hindsight_cubic_cannot_meet():

@@ -53,7 +53,8 @@ def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE
                   hindsight: float = float("nan")) -> str:
     """What the cell's bounds say of it: a target under the cubic fitted in hindsight to the held-out values
     themselves (``hindsight``, its median ratio) asks a forecast to beat the best smooth curve through the answer;
-    a target under the noise floor cannot be met by any method (no forecast's expected RMSE is below the noise);
+    a target under the noise floor cannot be met by any method (no forecast's expected RMSE is below the noise),
+    unless the cubic in hindsight is under the target (the floor, an estimate, is then loose: the bounds disagree);
     else the share of the gap from persistence (1) down to the floor that the ratio closes,
     ``(1 - ratio) / (1 - floor)``."""
     if _finite(hindsight) and hindsight >= target:
@@ -61,6 +62,9 @@ def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE
                 "is under the best smooth curve through them, out of any forecast's reach on this cell")
     if not _finite(floor):
         return "no noise floor"
+    if floor >= target and _finite(hindsight):
+        return (f"the noise floor is above the target and the cubic fitted in hindsight below it ({hindsight:.3f} x): "
+                "the two bounds disagree on this cell, so neither rules the target out")
     if floor >= target:
         return "the target is under the noise floor: no method can meet it on this cell"
     if not math.isfinite(ratio):
