@@ -249,8 +249,9 @@ def _cell_value(column: str, value: str) -> Any:
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
     """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
     forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
-    ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to persistence, and the
-    plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best baseline."""
+    ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to
+    persistence, and the plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best
+    baseline."""
     path = Path(benchmark_csv)
     if not path.is_file():
         raise InputError(f"forecast benchmark {benchmark_csv}: no such file")
