@@ -136,9 +136,9 @@ def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
 def real_corpus(data_dir: str | Path) -> list[Curve]:
     """Every public log ``<name>.json`` under ``data_dir`` (read by :func:`pgrpo.stages.logs.read_run_log`): its reward
     curve, and its eval reward where it has at least :data:`MIN_POINTS` points; split and provenance from
-    ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the file's
-    ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named
-    in its ``task``) is its declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults. No folder: no curves."""
+    ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the
+    file's ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named in its ``task``) is its
+    declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults. No folder: no curves."""
     root = Path(data_dir)
     if not root.is_dir():
         return []
