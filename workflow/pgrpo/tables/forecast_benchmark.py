@@ -72,6 +72,15 @@ def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE
     return f"it closes {100 * (1 - ratio) / (1 - floor):.0f}% of the gap from persistence to the noise floor"
 
 
+def hindsight_gap(ratio: float, hindsight: float) -> str:
+    """The share of the gap from persistence (1) down to the cubic fitted in hindsight that ``ratio`` closes,
+    ``(1 - ratio) / (1 - hindsight)``: what a forecast achieves of what the best smooth curve through the held-out
+    values would (empty where the cubic is not under persistence)."""
+    if not (_finite(ratio) and _finite(hindsight)) or hindsight >= 1.0:
+        return ""
+    return f"; it closes {100 * (1 - ratio) / (1 - hindsight):.0f}% of the gap from persistence to the hindsight cubic"
+
+
 def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaster") -> list[str]:
     """One line per (part, split) at the target fraction: the forecaster's numbers against the targets."""
     lines = []
@@ -83,6 +92,7 @@ def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaste
         bound = hindsight.get((r["part"], r["split"]), {})
         reading = floor_reading(r["rmse_ratio"], r.get("noise_floor_ratio"),
                                 hindsight=bound.get("rmse_ratio", float("nan")))
+        reading += hindsight_gap(r["rmse_ratio"], bound.get("rmse_ratio", float("nan")))
         to_best = bound.get("ratio_to_best_baseline", float("nan"))
         best_reading = (f"; a cubic fitted in hindsight to the held-out values reaches {to_best:.3f} x it: out of "
                         "any forecast's reach" if _finite(to_best) and to_best >= TARGET_BEST_BASELINE else "")
