@@ -95,17 +95,28 @@ ORACLE = "oracle (tail mean)"
 HINDSIGHT = "oracle (cubic in hindsight)"
 
 
+def _held_out(curve: Curve, steps: np.ndarray) -> np.ndarray:
+    """The curve's logged values at ``steps`` (the held-out ones): what the oracles see."""
+    return curve.values[np.isin(curve.steps, steps)]
+
+
+def _quantile_band(values: np.ndarray, offset: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The 80% and 95% central intervals and 200 draws of ``offset + `` the quantiles of ``values`` (an oracle's
+    spread about its curve ``offset``)."""
+    intervals = {f"{side}{round(level * 100)}": offset + float(np.quantile(
+        values, 0.5 - level / 2 if side == "lo" else 0.5 + level / 2)) for level in (0.8, 0.95)
+        for side in ("lo", "hi")}
+    spread = np.quantile(values, np.linspace(0.0025, 0.9975, 200))
+    return intervals, offset[None, :] + spread[:, None]
+
+
 def oracle_method() -> Method:
     """Not a method: the held-out values' own mean and quantiles (what no constant forecast can beat)."""
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        held = np.isin(curve.steps, steps)
-        tail = curve.values[held]
+        tail = _held_out(curve, steps)
         mean = np.full(steps.size, float(np.mean(tail)))
-        draws = np.tile(np.quantile(tail, np.linspace(0.0025, 0.9975, 200))[:, None], (1, steps.size))
-        intervals = {f"{side}{round(level * 100)}": np.full(steps.size, float(np.quantile(
-            tail, 0.5 - level / 2 if side == "lo" else 0.5 + level / 2))) for level in (0.8, 0.95)
-            for side in ("lo", "hi")}
+        intervals, draws = _quantile_band(tail, np.zeros(steps.size))
         return Predictive(ORACLE, steps, mean, intervals, np.tile(mean, (10, 1)), draws, np.full(t.size, np.nan),
                           float(np.std(tail)))
 
@@ -119,17 +130,14 @@ def hindsight_method(degree: int = 3) -> Method:
     target under its ratio asks a forecast to beat the best smooth curve drawn through the answer."""
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        tail = curve.values[np.isin(curve.steps, steps)]
+        tail = _held_out(curve, steps)
         span = float(steps[-1] - steps[0]) or 1.0
         design = np.vander((steps - steps[0]) / span, min(degree, steps.size - 1) + 1)
         mean = design @ np.linalg.lstsq(design, tail, rcond=None)[0]
         residual = tail - mean
-        spread = np.quantile(residual, np.linspace(0.0025, 0.9975, 200))
-        intervals = {f"{side}{round(level * 100)}": mean + float(np.quantile(
-            residual, 0.5 - level / 2 if side == "lo" else 0.5 + level / 2)) for level in (0.8, 0.95)
-            for side in ("lo", "hi")}
-        return Predictive(HINDSIGHT, steps, mean, intervals, np.tile(mean, (10, 1)), mean[None, :] + spread[:, None],
-                          np.full(t.size, np.nan), float(np.std(residual)))
+        intervals, draws = _quantile_band(residual, mean)
+        return Predictive(HINDSIGHT, steps, mean, intervals, np.tile(mean, (10, 1)), draws, np.full(t.size, np.nan),
+                          float(np.std(residual)))
 
     return run
 
