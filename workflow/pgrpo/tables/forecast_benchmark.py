@@ -9,7 +9,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from pgrpo.fit.benchmark import HINDSIGHT
-from pgrpo.tables.render import markdown_table
+from pgrpo.tables.render import finite_number, markdown_table
 
 #: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")
 TARGET_FRACTION = 0.25
@@ -45,10 +45,6 @@ def in_part_order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(rows, key=lambda r: (part_rank.get(r["part"], 9), split_rank.get(r["split"], 9)))
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE,
                   hindsight: float = float("nan")) -> str:
     """What the cell's bounds say of it: a target under the cubic fitted in hindsight to the held-out values
@@ -57,12 +53,12 @@ def floor_reading(ratio: float, floor: float, target: float = TARGET_PERSISTENCE
     unless the cubic in hindsight is under the target (the floor, an estimate, is then loose: the bounds disagree);
     else the share of the gap from persistence (1) down to the floor that the ratio closes,
     ``(1 - ratio) / (1 - floor)``."""
-    if _finite(hindsight) and hindsight >= target:
+    if finite_number(hindsight) and hindsight >= target:
         return (f"a cubic fitted in hindsight to the held-out values themselves reaches {hindsight:.3f} x: the target "
                 "is under the best smooth curve through them, out of any forecast's reach on this cell")
-    if not _finite(floor):
+    if not finite_number(floor):
         return "no noise floor"
-    if floor >= target and _finite(hindsight):
+    if floor >= target and finite_number(hindsight):
         return (f"the noise floor is above the target and the cubic fitted in hindsight below it ({hindsight:.3f} x): "
                 "the two bounds disagree on this cell, so neither rules the target out")
     if floor >= target:
@@ -76,7 +72,7 @@ def hindsight_gap(ratio: float, hindsight: float) -> str:
     """The share of the gap from persistence (1) down to the cubic fitted in hindsight that ``ratio`` closes,
     ``(1 - ratio) / (1 - hindsight)``: what a forecast achieves of what the best smooth curve through the held-out
     values would (empty where the cubic is not under persistence)."""
-    if not (_finite(ratio) and _finite(hindsight)) or hindsight >= 1.0:
+    if not (finite_number(ratio) and finite_number(hindsight)) or hindsight >= 1.0:
         return ""
     return f"; it closes {100 * (1 - ratio) / (1 - hindsight):.0f}% of the gap from persistence to the hindsight cubic"
 
@@ -90,12 +86,12 @@ def verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaste
     for r in in_part_order(at_target):
         lo, hi = TARGET_COVERAGE
         bound = hindsight.get((r["part"], r["split"]), {})
-        reading = floor_reading(r["rmse_ratio"], r.get("noise_floor_ratio"),
-                                hindsight=bound.get("rmse_ratio", float("nan")))
-        reading += hindsight_gap(r["rmse_ratio"], bound.get("rmse_ratio", float("nan")))
+        cubic = bound.get("rmse_ratio", float("nan"))
+        reading = floor_reading(r["rmse_ratio"], r.get("noise_floor_ratio"), hindsight=cubic)
+        reading += hindsight_gap(r["rmse_ratio"], cubic)
         to_best = bound.get("ratio_to_best_baseline", float("nan"))
         best_reading = (f"; a cubic fitted in hindsight to the held-out values reaches {to_best:.3f} x it: out of "
-                        "any forecast's reach" if _finite(to_best) and to_best >= TARGET_BEST_BASELINE else "")
+                        "any forecast's reach" if finite_number(to_best) and to_best >= TARGET_BEST_BASELINE else "")
         checks = [
             (r["rmse_ratio"] <= TARGET_PERSISTENCE, f"RMSE {_f(r['rmse_ratio'], 3)} x persistence "
                                                     f"(target <= {TARGET_PERSISTENCE}; the held-out noise alone is "

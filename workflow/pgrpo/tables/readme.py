@@ -12,13 +12,12 @@ facts with those of a results folder (a stale block fails). :func:`render_block`
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, Mapping, Sequence
 
 from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, TARGET_PERSISTENCE
-from pgrpo.tables.render import markdown_table
+from pgrpo.tables.render import finite_number, markdown_table
 
 BEGIN = "<!-- results:begin -->"
 END = "<!-- results:end -->"
@@ -34,13 +33,9 @@ SECTIONS = ("symbolic", "bandit", "models", "train", "table1", "fits", "diagnost
             "diagnose_benchmark", "timings", "missing")
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-
-
 def _f(x: Any, spec: str) -> str:
     """A number by ``spec``, or ``n/a`` when it is missing or not finite."""
-    return format(float(x), spec) if _finite(x) else "n/a"
+    return format(float(x), spec) if finite_number(x) else "n/a"
 
 
 def _one_line(text: Any) -> str:
@@ -90,11 +85,11 @@ def _bandit(b: Mapping[str, Any]) -> list[str]:
 def _models(models: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for m in models:
-        params = _f(m["parameters"] / 1e6, ".2f") + "M" if _finite(m.get("parameters")) else "n/a"
+        params = _f(m["parameters"] / 1e6, ".2f") + "M" if finite_number(m.get("parameters")) else "n/a"
         lines.append(f"- **Model `{m['name']}`** (`results/model/{m['name']}/warmstart.json`): {params} parameters; "
-                     f"after the warm start {_f(100 * m['sampled'] if _finite(m.get('sampled')) else None, '.1f')}% "
+                     f"after the warm start {_f(100 * m['sampled'] if finite_number(m.get('sampled')) else None, '.1f')}% "
                      f"held-out accuracy sampled at T = {_f(m.get('temperature'), 'g')}, "
-                     f"{_f(100 * m['greedy'] if _finite(m.get('greedy')) else None, '.1f')}% greedy "
+                     f"{_f(100 * m['greedy'] if finite_number(m.get('greedy')) else None, '.1f')}% greedy "
                      f"({m.get('n', 'n/a')} problems).")
     return lines
 
@@ -181,7 +176,7 @@ def _forecast(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         best = c.get("best_baseline")
         best_text = "persistence" if best == "persistence" else f"{best} ({_f(c.get('best_baseline_ratio'), '.3f')})"
         ratio = _f(c.get("rmse_ratio"), ".3f")
-        met = _finite(c.get("rmse_ratio")) and c["rmse_ratio"] <= TARGET_PERSISTENCE
+        met = finite_number(c.get("rmse_ratio")) and c["rmse_ratio"] <= TARGET_PERSISTENCE
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"], str(c["curves"]),
                      f"**{ratio}**" if met else ratio, _f(c.get("noise_floor_ratio"), ".3f"), best_text,
                      _f(c.get("ratio_to_best_baseline"), ".3f"), _pct0(c.get("coverage80")),
@@ -213,7 +208,7 @@ def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _pct0(x: Any) -> str:
-    return f"{100 * x:.0f}%" if _finite(x) else "n/a"
+    return f"{100 * x:.0f}%" if finite_number(x) else "n/a"
 
 
 def _timings(timings: Sequence[Mapping[str, Any]]) -> list[str]:

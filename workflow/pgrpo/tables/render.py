@@ -10,6 +10,11 @@ import math
 from typing import Any, Mapping, Sequence
 
 
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (not a bool, not None, not NaN or infinite)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
     """A GitHub-flavoured Markdown table; ``align`` per column: ``"l"`` (default) or ``"r"``."""
     rules = ["---:" if a == "r" else "---" for a in (align or ["l"] * len(headers))]
