@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from pgrpo.diagnose.concentration import policy_concentration  # noqa: E402
-from pgrpo.diagnose.hacking import local_relaxation_rate, reward_hacking, rolling_coupling_ratio  # noqa: E402
-from pgrpo.diagnose.mode_collapse import mode_collapse, mode_collapse_across_G  # noqa: E402
+from pgrpo.diagnose.readouts.concentration import policy_concentration  # noqa: E402
+from pgrpo.diagnose.readouts.hacking import local_relaxation_rate, reward_hacking, rolling_coupling_ratio  # noqa: E402
+from pgrpo.diagnose.readouts.mode_collapse import mode_collapse, mode_collapse_across_G  # noqa: E402
 from pgrpo.diagnose.numerics import fit_three_phase_curve, saturation_step  # noqa: E402
 from pgrpo.diagnose.records import (  # noqa: E402
     APPROACHING,
@@ -37,7 +37,7 @@ from pgrpo.diagnose.records import (  # noqa: E402
     RunCurves,
 )
 from pgrpo.diagnose.settings import default_config_dict, diagnostics_config  # noqa: E402
-from pgrpo.diagnose.stability import stability  # noqa: E402
+from pgrpo.diagnose.readouts.stability import stability  # noqa: E402
 from pgrpo.errors import InputError
 from pgrpo.stages.diagnose import diagnose_log, run_diagnose, run_diagnostics  # noqa: E402
 from scipy.optimize import brentq
@@ -437,7 +437,7 @@ def test_run_diagnostics_three_models_with_missing_columns_and_fit_json(tmp_path
             if model == "b":
                 frame = frame.drop(columns=["entropy", "kl", "importance_sampling_ratio_max"])
             paths.append(_write_aggregate(tmp_path / "aggregate" / model / f"G{G}.csv", frame))
-    # a fitting-stage JSON (pgrpo.fitting.run_fit's layout) whose train-reward fit differs from what the aggregate
+    # a fitting-stage JSON (pgrpo.stages.fit.run_fit's layout) whose train-reward fit differs from what the aggregate
     # would give (plateau 0.9, not 0.8): the diagnostics must reuse it rather than refit
     given = fit_three_phase(STEPS, three_phase(STEPS, 0.2, 0.9, 0.03))
     payload = {"model": "a", "groups": {"4": {"columns": {"reward": {"fits": {"three_phase": given.to_dict()}}}}}}

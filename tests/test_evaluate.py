@@ -1,4 +1,4 @@
-"""Tests of pgrpo.evaluate: pass@k (Chen et al., 2021) by hand, gold answers per format, exclusion of
+"""Tests of pgrpo.grpo.pass_at_k and pgrpo.stages.evaluate: pass@k (Chen et al., 2021) by hand, gold answers per format, exclusion of
 unverifiable problems, an end-to-end evaluation of a tiny Qwen2 whose output distribution is known by
 construction, and Table 1 (Section 5.7) assembled from hand-made eval JSONs."""
 

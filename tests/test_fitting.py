@@ -1,4 +1,4 @@
-"""Saturation-law fits (pgrpo.fitting): recovery of known parameters within their standard errors, R^2 and
+"""Saturation-law fits (pgrpo.fit): recovery of known parameters within their standard errors, R^2 and
 information criteria by hand, model selection of the generating law, every bad-data case, the Eq. 9 back-out,
 forecasts, and the fit/forecast stages end to end on synthetic curves."""
 

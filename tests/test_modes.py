@@ -370,7 +370,7 @@ def test_workflow_diagnostics_gain_the_modes(tmp_path):
 
 
 def test_run_curves_of_a_hand_frame_can_be_diagnosed_directly():
-    from pgrpo.diagnose.report import diagnose_curves
+    from pgrpo.diagnose.readouts.report import diagnose_curves
 
     steps = np.arange(1, 61)
     frame = pd.DataFrame({"step": steps, "reward": 0.5 + 0 * steps})

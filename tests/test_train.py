@@ -439,7 +439,7 @@ def test_resume_keeps_the_refresh_schedule(fixture_model, tmp_path):
 
 
 def test_run_train_with_the_workflow_modules(fixture_model, tmp_path):
-    """run_train end to end: data by path (pgrpo.data), GSM8K binary reward (pgrpo.rewards), loader (pgrpo.tiny)."""
+    """run_train end to end: data by path (pgrpo.grpo.data), GSM8K binary reward (pgrpo.grpo.rewards), loader (pgrpo.grpo.tiny_model)."""
     pytest.importorskip("pgrpo.grpo.data")
     pytest.importorskip("pgrpo.grpo.rewards")
     pytest.importorskip("pgrpo.grpo.tiny_model")

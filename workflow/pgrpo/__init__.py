@@ -9,8 +9,6 @@ Layers, arrows pointing one way (``cli -> stages -> core / figures / tables``; t
 - ``stages``: one module per rule group, the only code that reads and writes the workflow's files (atomically);
 - ``cli``: ``pgrpo <verb>`` over the stages; ``config`` (schema validation, one-line errors), ``atomic`` (atomic
   writes and JSON reads), ``errors``.
-
-``pgrpo.fitting``, ``pgrpo.evaluate`` and ``pgrpo.rewards`` are the old public paths, kept as re-exports.
 """
 
 __version__ = "0.1.0"

@@ -36,7 +36,7 @@ from pgrpo.diagnose.records import (
     DiagnosticResult,
     RunCurves,
 )
-from pgrpo.diagnose.report import DiagnosticsReport
+from pgrpo.diagnose.readouts.report import DiagnosticsReport
 from pgrpo.figures.style import BAND_ALPHA, label_panel, save_pdf_png, style
 from pgrpo.figures.style import color_for_G as _house_color
 

@@ -15,7 +15,7 @@ import pandas as pd
 from pgrpo.atomic import read_json
 from pgrpo.diagnose.columns import KNOWN_COLUMNS, apply_aliases, frame_from_aggregate
 from pgrpo.diagnose.records import RunCurves
-from pgrpo.diagnose.report import DiagnosisReport, DiagnosticsReport, diagnose_curves, diagnose_runs
+from pgrpo.diagnose.readouts.report import DiagnosisReport, DiagnosticsReport, diagnose_curves, diagnose_runs
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
 from pgrpo.errors import InputError
 from pgrpo.stages.logs import read_run_log, resolve_log_path

@@ -25,7 +25,7 @@ from pgrpo.atomic import write_csv, write_json, write_text
 from pgrpo.diagnose.benchmark import RULE_SETS, SPLITS, meta_from_notes, rows_for, summary_records
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.planted import SEED, planted_logs
-from pgrpo.diagnose.report import diagnose_curves
+from pgrpo.diagnose.readouts.report import diagnose_curves
 from pgrpo.diagnose.settings import diagnostics_config
 from pgrpo.errors import InputError
 from pgrpo.stages.diagnose import log_curves

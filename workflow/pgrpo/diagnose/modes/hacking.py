@@ -1,5 +1,5 @@
 """Reward hacking as a failure mode (Section 5.2, Figure 2): the verdict of
-:func:`pgrpo.diagnose.hacking.reward_hacking` (deficit of the doubly normalised eval progress below the diagonal and
+:func:`pgrpo.diagnose.readouts.hacking.reward_hacking` (deficit of the doubly normalised eval progress below the diagonal and
 the rolling coupling ratio ``rho``) read as flagged / not flagged / could not run, with where it began.
 
 Flagged on the *hacking signature*; not flagged when train and eval *co-saturate*; null when no eval column was

@@ -43,7 +43,7 @@ from pgrpo.diagnose.modes.signals import (
 from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import DiagnosticResult, RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
-from pgrpo.diagnose.stability import log_growth
+from pgrpo.diagnose.readouts.stability import log_growth
 
 WATCHED = ("grad_norm", "loss", "reward", "kl", "entropy")
 

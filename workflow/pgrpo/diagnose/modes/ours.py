@@ -1,5 +1,5 @@
 """Our rule set: the seven failure modes of :mod:`pgrpo.diagnose.modes` on one run, from its curves and the four
-diagnostics of Figures 2-5 (:func:`pgrpo.diagnose.report.diagnose_run`), as a :class:`RunVerdicts`.
+diagnostics of Figures 2-5 (:func:`pgrpo.diagnose.readouts.report.diagnose_run`), as a :class:`RunVerdicts`.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from pgrpo.diagnose.concentration import policy_concentration
-from pgrpo.diagnose.hacking import reward_hacking
-from pgrpo.diagnose.mode_collapse import mode_collapse, mode_collapse_across_G
+from pgrpo.diagnose.readouts.concentration import policy_concentration
+from pgrpo.diagnose.readouts.hacking import reward_hacking
+from pgrpo.diagnose.readouts.mode_collapse import mode_collapse, mode_collapse_across_G
 from pgrpo.diagnose.modes.record import RunVerdicts
 from pgrpo.diagnose.numerics import fit_three_phase_curve
 from pgrpo.diagnose.records import (
@@ -27,7 +27,7 @@ from pgrpo.diagnose.records import (
 )
 from pgrpo.diagnose.rulesets import run_rule_set
 from pgrpo.diagnose.settings import DiagnosticsConfig
-from pgrpo.diagnose.stability import stability
+from pgrpo.diagnose.readouts.stability import stability
 
 
 def _run_fits(curves: RunCurves, config: DiagnosticsConfig, given: Mapping[str, Any] | None) -> dict[str, Any]:
