@@ -40,6 +40,7 @@ from pgrpo.grpo.trainer import train_grpo  # noqa: E402
 from pgrpo.grpo.training_config import (  # noqa: E402
     build_grpo_config,
     build_lora_config,
+    dropout_disabled,
     is_on_policy,
     launch_command,
     refresh_interval,
@@ -217,6 +218,39 @@ def test_bad_training_config_names_the_key(overrides, G, fragment):
         validate_training(resolve_training(overrides), G)
     assert fragment in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "overrides, disabled",
+    [
+        ({}, False),  # transformers' generate: TRL takes no second pass for pi_old on-policy, dropout stays
+        ({"use_vllm": True}, True),  # vLLM + IS correction (TRL's default): pi_old in a second train-mode pass
+        ({"use_vllm": True, "vllm_importance_sampling_correction": False}, False),
+        ({"disable_dropout": True}, True),
+        ({"use_vllm": True, "disable_dropout": False, "lora": {"dropout": 0.0}}, False),
+    ],
+)
+def test_dropout_is_off_exactly_where_vllm_is_correction_takes_a_second_pass(overrides, disabled):
+    training = resolve_training(overrides)
+    assert dropout_disabled(training) is disabled
+    args = build_grpo_config(training, 4, 42, "/tmp/unused", has_eval=False, cuda=False)
+    assert args.disable_dropout is disabled  # what TRL is handed (it zeroes every nn.Dropout, LoRA's included)
+
+
+def test_dropout_with_vllm_is_correction_is_refused_naming_the_key():
+    with pytest.raises(InputError, match=r"training.disable_dropout: .*lora.dropout = 0.05"):
+        validate_training(resolve_training({"use_vllm": True, "disable_dropout": False}), 4)
+    with pytest.raises(InputError, match="training.disable_dropout: must be true, false or auto"):
+        validate_training(resolve_training({"disable_dropout": "yes"}), 4)
+
+
+def test_the_paper_grid_trains_without_dropout(repo_root):
+    """config/paper.yaml generates with vLLM and its IS correction on: the IS ratio must read staleness."""
+    from pgrpo.config import load_config
+
+    training = resolve_training(load_config(repo_root / "config" / "paper.yaml")["training"])
+    assert training["use_vllm"] and training["vllm_importance_sampling_correction"] and training["lora"]["dropout"] > 0
+    assert dropout_disabled(training) is True
 
 
 def test_launch_command_wraps_accelerate_only_with_several_gpus(repo_root, monkeypatch):

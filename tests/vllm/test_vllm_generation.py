@@ -179,7 +179,9 @@ def test_trl_weight_sync_on_the_cpu_backend(tiny):
 def test_grpo_colocate_trains_on_the_cpu(tiny):
     """``pgrpo train`` with use_vllm: true, vllm_mode: colocate (the paper config's generation) runs GRPO steps on
     the CPU; TRL's log-prob gap between vLLM's samples and the trainer stays at float32 noise at every step while the
-    policy moves, which a stale engine (weights never synced) would not give."""
+    policy moves, which a stale engine (weights never synced) would not give. With Table 2's LoRA dropout (0.05) and
+    ``disable_dropout: auto`` the IS ratio pi_theta / pi_old, whose pi_old TRL takes in a second pass here, is 1 to
+    1e-6 on-policy (K_ref = 1): it reads staleness, not dropout (with dropout on, two passes draw two masks)."""
     out = tiny / "train"
     steps = 4
     training = {
@@ -187,7 +189,7 @@ def test_grpo_colocate_trains_on_the_cpu(tiny):
         "gradient_accumulation_steps": 1, "temperature": 0.8, "max_prompt_length": 96, "max_completion_length": 24,
         "logging_steps": 1, "eval_steps": 0, "eval_on_start": False, "beta": 0.0, "checkpoint_steps": steps,
         "keep_checkpoints": True, "use_vllm": True, "vllm_mode": "colocate",
-        "lora": {"r": 8, "alpha": 16, "dropout": 0.0,
+        "lora": {"r": 8, "alpha": 16, "dropout": 0.05,
                  "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "gate_proj"]},
         "resources": {"gpus": 0, "threads": 1},
     }
@@ -203,6 +205,10 @@ def test_grpo_colocate_trains_on_the_cpu(tiny):
     assert log["vllm_importance_sampling_ratio_max"].notna().all()  # TRL logs it only when vLLM generated
     meta = json.loads((out / "meta.json").read_text())
     assert meta["use_vllm"] is True and meta["objective"]["vllm_mode"] == "colocate"
+    assert meta["objective"]["disable_dropout"] is True
+    ratio = log["importance_sampling_ratio_max"]
+    print("colocate: IS ratio max per step:", list(ratio))
+    assert ratio.notna().all() and (ratio - 1.0).abs().max() < 1e-6
     assert (out / "merged" / "config.json").is_file()
     state = json.loads((out / "checkpoints" / f"checkpoint-{steps}" / "trainer_state.json").read_text())
     gaps = [h["sampling/sampling_logp_difference/mean"] for h in state["log_history"]

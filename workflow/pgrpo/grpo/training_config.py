@@ -24,7 +24,9 @@ importance_sampling_ratio_max   computed here (TRL logs ``sampling/importance_sa
                                 geometric mean when ``importance_sampling_level="sequence"``). When TRL runs
                                 exactly on-policy it sets pi_old = pi_theta.detach(); the ratio is then 1 by
                                 construction and recorded as 1.0. Off-policy, TRL stores pi_old at generation
-                                time with the model in train mode, so LoRA dropout > 0 also moves the ratio.
+                                time with the model in train mode, so LoRA dropout > 0 would also move the ratio:
+                                ``disable_dropout: auto`` turns dropout off where vLLM's IS
+                                correction takes pi_old in that second pass (:func:`dropout_disabled`).
 importance_sampling_ratio_seq_max  extra: max over sequences of pi_theta(o|q)/pi_old(o|q) = exp(sum of token log
                                 ratios), the literal sequence ratio of Eq. (2).
 eval_reward, eval_accuracy      TRL evaluation on the held-out set every ``eval_steps`` and at the last step
@@ -97,7 +99,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "max_grad_norm": 1.0,
     "lr_scheduler_type": "linear",
     "warmup_steps": 0,  # int: steps; float in [0, 1): fraction of the run
-    "disable_dropout": False,
+    "disable_dropout": "auto",  # auto: off exactly where TRL takes pi_old in a second pass (vLLM's IS correction)
     "gradient_checkpointing": False,
     "checkpoint_steps": 50,
     "checkpoints_keep": 2,
@@ -156,7 +158,7 @@ OBJECTIVE_FIELDS: tuple[str, ...] = (
     "off_policy_mask_threshold", "entropy_coef", "use_adaptive_entropy", "multi_objective_aggregation",
     "sync_ref_model", "use_vllm", "vllm_mode", "vllm_importance_sampling_correction",
     "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min",
-    "generation_kwargs",
+    "generation_kwargs", "disable_dropout",
 )
 
 
@@ -231,6 +233,19 @@ def refresh_interval(training: dict) -> float:
     if ratio <= 1 and training["gradient_accumulation_steps"] % generate_every_micro_steps(training) == 0:
         return 1
     return int(ratio) if float(ratio).is_integer() else ratio
+
+
+def dropout_disabled(training: dict) -> bool:
+    """Whether the policy runs without dropout (TRL's ``disable_dropout``, which also zeroes peft's LoRA dropout).
+
+    ``auto`` is true exactly where vLLM's importance-sampling correction is on: TRL then takes pi_old in a second
+    forward pass in train mode, so with dropout the IS ratio pi_theta / pi_old of Eq. (2) would differ from 1 even
+    on-policy (K_ref = 1) and every read-out of it would measure dropout noise, not staleness.
+    """
+    value = training["disable_dropout"]
+    if value == "auto":
+        return bool(training["use_vllm"] and training["vllm_importance_sampling_correction"])
+    return bool(value)
 
 
 def is_on_policy(training: dict) -> bool:
@@ -317,7 +332,15 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "lora.target_modules",
         "must be a non-empty list of module names",
     )
-    for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "disable_dropout", "gradient_checkpointing",
+    _require(isinstance(t["disable_dropout"], bool) or t["disable_dropout"] == "auto", "disable_dropout",
+             f"must be true, false or auto, got {t['disable_dropout']!r}")
+    _require(
+        dropout_disabled(t) or not (t["use_vllm"] and t["vllm_importance_sampling_correction"] and lora["dropout"] > 0),
+        "disable_dropout",
+        "false with use_vllm and vllm_importance_sampling_correction makes the IS ratio read LoRA dropout "
+        f"(lora.dropout = {lora['dropout']}) instead of staleness: set it to auto or true, or lora.dropout to 0",
+    )
+    for key in ("merge_adapters", "keep_checkpoints", "use_vllm", "bf16", "gradient_checkpointing",
                 "eval_on_start", "use_bias_correction_kl", "vllm_importance_sampling_correction"):
         _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
     _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
@@ -489,7 +512,7 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         max_grad_norm=float(t["max_grad_norm"]),
         lr_scheduler_type=t["lr_scheduler_type"],
         warmup_steps=t["warmup_steps"],
-        disable_dropout=t["disable_dropout"],
+        disable_dropout=dropout_disabled(t),
         logging_strategy="steps",
         logging_steps=1,
         eval_strategy="steps" if eval_on else "no",
