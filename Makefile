@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: constraints setup run dry-run test test-fast test-slow test-slurm test-vllm lint bench bench-dryrun diagnose-benchmark report readme clean
+.PHONY: constraints setup run dry-run test test-fast test-slow test-slurm test-vllm lint bench bench-dryrun diagnose-benchmark report readme docs clean
 
 setup: $(VENV)/.installed
 
@@ -36,15 +36,23 @@ dry-run: setup
 report: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake $(LOCAL) --report results/report.zip
 
-# the README's results block from this run's results (rule readme_numbers), then checked
+# the README's summary block, and docs/results.md, docs/benchmarks.md with their figures and facts (docs/results/),
+# from this run's results (rule readme_numbers), then checked
 readme: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) results/readme/summary.md
 	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme update README.md results/readme/summary.md
 	PYTHONPATH=workflow $(BIN)/python -m pgrpo readme check README.md results/readme/summary.md
 
-# CI (.ci/run): every test, the ones marked slow and slurm included (tests/test_slurm.py installs Debian's SLURM
-# when it is missing and skips only where apt cannot provide it)
+# the documentation site (mkdocs.yml, docs/) into site/, strictly: a broken link or anchor, a missing page or a
+# generator error (docs/hooks/generate.py: the config, CLI, plan and API references, the guides' examples) fails it
+docs: setup
+	NO_MKDOCS_2_WARNING=1 PYTHONPATH=workflow $(BIN)/mkdocs build --strict --site-dir site
+
+# CI (.ci/run): the site built strictly, then every test, the ones marked slow and slurm included (tests/test_slurm.py
+# installs Debian's SLURM when it is missing and skips only where apt cannot provide it; tests/test_docs_site.py
+# likewise installs Debian's chromium and opens every page of the site in it)
 test: setup
+	$(MAKE) docs
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
 	$(MAKE) test-vllm
 

@@ -188,20 +188,31 @@ def imports_in(nodes) -> tuple[set[str], set[str], set[str]]:
     return {m for m in package if m in known}, required, optional
 
 
-def verb_handlers() -> dict[str, ast.FunctionDef]:
+COMMANDS = "pgrpo.stages.commands"
+
+
+def command_modules() -> list[str]:
+    """pgrpo.cli and the verbs' command modules: the code every `python -m pgrpo VERB` imports."""
+    return ["pgrpo.cli", COMMANDS] + sorted(m for m in modules() if m.startswith(COMMANDS + "."))
+
+
+def verb_handlers() -> dict[str, tuple[str, ast.FunctionDef]]:
+    """verb -> (its command module, its handler): the 4th argument of ``commands.add(name, group, help, handler)``."""
     handlers = {}
-    for node in parsed("pgrpo.cli").body:
-        if isinstance(node, ast.FunctionDef):
-            for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "verb":
-                    handlers[decorator.args[0].value] = node
+    for module in command_modules()[2:]:
+        functions = {n.name: n for n in parsed(module).body if isinstance(n, ast.FunctionDef)}
+        for node in ast.walk(parsed(module)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("add", "add_steps") and len(node.args) >= 4
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[3], ast.Name)):
+                handlers[node.args[0].value] = (module, functions[node.args[3].id])
     return handlers
 
 
-def cli_functions_run_by(handler: ast.FunctionDef) -> list[ast.FunctionDef]:
-    """The handler, ``main``, ``build_parser`` and every CLI function they call by name."""
-    functions = {n.name: n for n in parsed("pgrpo.cli").body if isinstance(n, ast.FunctionDef)}
-    seen, todo = set(), [handler.name, "main", "build_parser"]
+def cli_functions_run_by(module: str, handler: ast.FunctionDef) -> list[ast.FunctionDef]:
+    """The handler and every function of its module or of pgrpo.stages.commands it calls by name."""
+    functions = {n.name: n for m in (COMMANDS, module) for n in parsed(m).body if isinstance(n, ast.FunctionDef)}
+    seen, todo = set(), [handler.name]
     while todo:
         name = todo.pop()
         if name in seen or name not in functions:
@@ -215,21 +226,23 @@ def cli_functions_run_by(handler: ast.FunctionDef) -> list[ast.FunctionDef]:
 @cache
 def verb_imports(verb: str) -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
     """(required, optional) top-level third-party names of ``python -m pgrpo VERB``, and where each comes from."""
-    cli_top = [n for n in parsed("pgrpo.cli").body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
-    package, required, optional = imports_in(cli_top + cli_functions_run_by(verb_handlers()[verb]))
-    origin = {name: "pgrpo.cli" for name in required | optional}
-    seen, todo = {"pgrpo.cli"}, sorted(package | {"pgrpo", "pgrpo.__main__"})
+    module, handler = verb_handlers()[verb]
+    light = command_modules()
+    top = [n for m in light for n in parsed(m).body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    package, required, optional = imports_in(top + cli_functions_run_by(module, handler))
+    origin = {name: module for name in required | optional}
+    seen, todo = set(light), sorted((package - set(light)) | {"pgrpo", "pgrpo.__main__"})
     while todo:
         name = todo.pop()
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # a module's parent packages are imported first
-            module = ".".join(parts[:i])
-            if module in seen or module not in modules():
+            mod = ".".join(parts[:i])
+            if mod in seen or mod not in modules():
                 continue
-            seen.add(module)
-            more, req, opt = imports_in(parsed(module).body)
+            seen.add(mod)
+            more, req, opt = imports_in(parsed(mod).body)
             for n in (req | opt) - set(origin):
-                origin[n] = module
+                origin[n] = mod
             required |= req
             optional |= opt
             todo += sorted(more - seen)

@@ -2,15 +2,18 @@
 re-runs exactly the jobs that depend on it and nothing else.
 
 Every rule receives its config section as a parameter (rerun-trigger ``params``, one of the triggers the slurm/
-profile names), so a changed value makes stale exactly the jobs that read it.
+profile names), so a changed value makes stale exactly the jobs that read it; rule train's holds only the keys
+that shape the trajectory, so an edit of a bookkeeping key (``BOOKKEEPING_KEYS``) re-trains nothing.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 import yaml
 from tests.test_slurm import copy_workflow, layered, parse_dry_run, read_yaml, snakemake_bin
@@ -98,9 +101,24 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
     rerun = {rule for rule, _ in executed(run())}
     assert {"fit_laws", "forecast_run", "forecast_summary", "figure1", "diagnostics", "readme_numbers"} == rerun
 
+    # a bookkeeping key of training (the checkpoint cadence and retention, a tracker, the job's memory): nothing
+    # runs, and a run resumed after the edit continues from its checkpoint with the same rows
+    log_csv = tmp_path / "results" / "train" / "tiny" / "G4" / "seed1" / "log.csv"
+    before = log_csv.read_text()
+    edits = {"checkpoints_keep": 3, "report_to": [], "keep_checkpoints": True,
+             "resources": {**config["training"].get("resources", {}), "mem_mb": 9000}}
+    for key, value in edits.items():
+        config["training"][key] = value
+        assert executed(run()) == set(), f"editing training.{key} re-ran jobs"
+    log_csv.unlink()  # as if the job had been killed after its last checkpoint
+    resumed = executed(run())
+    assert ("train", "results/train/tiny/G4/seed1/log.csv") in resumed
+    assert json.loads(log_csv.with_name("meta.json").read_text())["resumed_from_step"] == 4
+    rows = pd.read_csv(log_csv).drop(columns=["step_time"])
+    pd.testing.assert_frame_equal(rows, pd.read_csv(io.StringIO(before)).drop(columns=["step_time"]))
+
     # a training key: the model's runs and everything downstream of them; not the base model's evaluations, the
     # data, the tiny model, the bandit or the symbolic checks
-    log_csv = tmp_path / "results" / "train" / "tiny" / "G4" / "seed1" / "log.csv"
     before = log_csv.read_text()
     config["training"]["learning_rate"] = 1e-3
     jobs = executed(run())

@@ -39,6 +39,7 @@ from pgrpo.grpo.checkpoints import (  # noqa: E402
 from pgrpo.grpo.trainer import train_grpo  # noqa: E402
 from pgrpo.grpo.training_config import (  # noqa: E402
     build_grpo_config,
+    BOOKKEEPING_KEYS,
     build_lora_config,
     dropout_disabled,
     is_on_policy,
@@ -451,6 +452,59 @@ def test_resume_truncates_rows_past_the_checkpoint(tmp_path):
     other = run_spec_fingerprint("m", resolve_training({"learning_rate": 1e-4}), 4, 1)
     assert prepare_checkpoint_dir(checkpoints, other) == (None, 0)
     assert (tmp_path / "checkpoints.stale" / "checkpoint-4").is_dir()
+
+
+#: one edit per bookkeeping key of ``training`` (BOOKKEEPING_KEYS), away from small_training's value
+BOOKKEEPING_EDITS = {
+    "report_to": [],
+    "checkpoint_steps": 3,
+    "checkpoints_keep": 3,
+    "keep_checkpoints": False,
+    "merge_adapters": False,
+    "accelerate_config": "config/accelerate/deepspeed_zero2.yaml",
+    "resources": {"mem_mb": 64000, "gpus": 0, "threads": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def bookkeeping_baseline(fixture_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bookkeeping_baseline")
+    run_fixture(fixture_model, out, small_training(eval_steps=3))
+    return trajectory_rows(out / "log.csv")
+
+
+def trajectory_rows(log_csv: Path) -> pd.DataFrame:
+    """log.csv without its wall-clock column (``step_time``): the rows a trajectory is."""
+    return pd.read_csv(log_csv).drop(columns=["step_time"])
+
+
+def test_every_bookkeeping_key_has_an_edit():
+    assert set(BOOKKEEPING_EDITS) == set(BOOKKEEPING_KEYS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(BOOKKEEPING_EDITS))
+def test_a_bookkeeping_key_leaves_the_trajectory_and_the_fingerprint(key, fixture_model, bookkeeping_baseline,
+                                                                     tmp_path):
+    """Two real runs that differ in one bookkeeping key log the same rows, and their checkpoints share one
+    fingerprint (so a run resumed after the edit continues from its checkpoint)."""
+    training = small_training(eval_steps=3, **{key: BOOKKEEPING_EDITS[key]})
+    run_fixture(fixture_model, tmp_path, training)
+    pd.testing.assert_frame_equal(trajectory_rows(tmp_path / "log.csv"), bookkeeping_baseline, check_exact=True)
+    same = run_spec_fingerprint("fixture", resolve_training(small_training(eval_steps=3)), 4, 42)
+    assert run_spec_fingerprint("fixture", resolve_training(training), 4, 42)["sha256"] == same["sha256"]
+
+
+@pytest.mark.slow
+def test_eval_steps_moves_the_trajectory_so_it_is_no_bookkeeping_key(fixture_model, bookkeeping_baseline, tmp_path):
+    """The measurement behind leaving ``eval_steps`` out of BOOKKEEPING_KEYS: TRL's evaluation samples from the
+    training RNG, so another cadence draws other training completions after the first evaluation (step 3)."""
+    run_fixture(fixture_model, tmp_path, small_training(eval_steps=2))
+    log = trajectory_rows(tmp_path / "log.csv").set_index("step")
+    baseline = bookkeeping_baseline.set_index("step")
+    assert "eval_steps" not in BOOKKEEPING_KEYS
+    assert log.loc[1, "reward"] == baseline.loc[1, "reward"]  # before any evaluation: the same draws
+    assert not log["entropy"].equals(baseline["entropy"])  # after one: other draws
 
 
 def test_resume_keeps_the_refresh_schedule(fixture_model, tmp_path):

@@ -15,6 +15,11 @@ from pgrpo.config import (  # noqa: E402
     check_config_semantics,
     one_line_validation_error,
 )
+from pgrpo.atomic import write_text  # noqa: E402
+from pgrpo.grpo.training_config import (
+    bookkeeping_section,
+    trajectory_section,
+)  # noqa: E402
 
 # The oldest snakemake-executor-plugin-slurm this workflow submits with: 2.7.1 stopped adding --ntasks-per-gpu=1 to
 # every GPU job (which `srun` inside the job then fights). pyproject.toml pins the tested release.
@@ -69,6 +74,22 @@ def as_json(section):
     """
     text = json.dumps(config[section], sort_keys=True)
     return lambda wildcards: text
+
+
+def trajectory_json(wildcards):
+    """The ``training`` keys that shape the trajectory, as JSON: rule train's param (its rerun trigger)."""
+    return json.dumps(trajectory_section(config["training"]), sort_keys=True)
+
+
+def training_bookkeeping_file():
+    """The bookkeeping keys of ``training`` (trackers, checkpoint cadence and retention, merge, resources) as a JSON
+    file written when the workflow is read (atomically, only when they changed): rule train's param is its path,
+    which never changes, so editing one of these keys re-runs no training job."""
+    path = Path("results/config/training_bookkeeping.json")
+    text = json.dumps(bookkeeping_section(config["training"]), sort_keys=True) + "\n"
+    if not path.is_file() or path.read_text() != text:
+        write_text(path, text)
+    return str(path)
 
 
 def runs():
@@ -303,25 +324,41 @@ DIAGNOSE_BENCHMARK_LABELS = "benchmarks/forecast/data/labels.json"
 
 
 def readme_inputs(wildcards):
-    """Every result file the README quotes, for the runs and benchmarks of this config."""
+    """Every result file the README's summary and the results pages quote, and the figures they show, for the runs
+    and benchmarks of this config."""
+    refresh, gradient = bandit_readings()[0]
     inputs = {
         "symbolic": "results/symbolic/verification.json",
         "calibration": "results/bandit/calibration.json",
         "bandit_verdict": "results/bandit/verdict.md",
+        "finite_g": "results/bandit/finite_g.md",
         "models": [
             spec["path"] for spec in config["models"].values() if spec.get("build_tiny")
         ],
         "logs": [f"{run_dir(m, G, s)}/log.csv" for m, G, s in runs()],
         "forecast_benchmark": "results/forecast/benchmark.csv",
+        "figures": [
+            "results/bandit/figure6.png",
+            f"results/bandit/figure7_{refresh}_{gradient}.png",
+            "results/bandit/finite_g.png",
+            "results/forecast/benchmark.png",
+        ],
     }
     if Path(DIAGNOSE_BENCHMARK_LABELS).is_file():
         inputs["diagnose_benchmark"] = "results/diagnose_benchmark/summary.csv"
     if runs():
         inputs["fits"] = [f"results/fit/{m}/fits.json" for m in config["models"]]
         inputs["diagnostics"] = "results/diagnostics/verdicts.json"
+        inputs["figures"] += ["results/figures/figure1.png"] + [
+            f"results/diagnostics/figure{i}.png" for i in (2, 3, 4, 5)
+        ]
         if config["benchmarks"]:
             inputs["evals"] = evaluation_jsons()
             inputs["table1_summary"] = "results/tables/table1_summary.csv"
+            inputs["figures"].append("results/figures/passk.png")
+    if config["kref_sweep"].get("enabled"):
+        inputs["kref_sweep"] = "results/kref_sweep/summary.json"
+        inputs["figures"].append("results/kref_sweep/figure.png")
     return inputs
 
 

@@ -27,7 +27,8 @@ rule kref_train:
             model_spec(kref_sweep_model()), sort_keys=True
         ),
         data=as_json("data"),
-        training=as_json("training"),
+        training=trajectory_json,
+        bookkeeping=training_bookkeeping_file(),
         sweep=as_json("kref_sweep"),
         G=lambda wildcards: config["kref_sweep"].get("G") or config["group_sizes"][0],
         seed=lambda wildcards: config["kref_sweep"].get("seed") or config["seeds"][0],
@@ -35,7 +36,7 @@ rule kref_train:
         out_dir=lambda wildcards: kref_run_dir(wildcards.lr, wildcards.kref),
     shell:
         "OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q}"
-        " --data-json {params.data:q} --training-json {params.training:q} --kref-sweep-json {params.sweep:q}"
+        " --data-json {params.data:q} --training-json {params.training:q} --bookkeeping-file {params.bookkeeping:q} --kref-sweep-json {params.sweep:q}"
         " --eta {wildcards.lr} --k-ref {wildcards.kref} --G {params.G} --seed {params.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"
 

@@ -1,5 +1,6 @@
-# The README's numbers ("What the embedded default shows"), read from this run's results: `pgrpo readme update
-# README.md results/readme/summary.md` puts the block into the README, `pgrpo readme check` tests it.
+# The README's summary and the results pages ("The paper, reproduced", "Benchmarks") with their figures, read from
+# this run's results: `pgrpo readme update README.md results/readme/summary.md` puts the block into the README and
+# the pages, figures and facts into docs/; `pgrpo readme check` tests them.
 
 
 rule readme_numbers:
@@ -8,6 +9,9 @@ rule readme_numbers:
     output:
         md="results/readme/summary.md",
         json="results/readme/numbers.json",
+        results="results/readme/results.md",
+        benchmarks="results/readme/benchmarks.md",
+        figures=directory("results/readme/figures"),
     log:
         "logs/readme_numbers.log",
     conda:
@@ -19,4 +23,6 @@ rule readme_numbers:
         flags=readme_flags,
     shell:
         "PYTHONPATH=workflow python -m pgrpo readme numbers {params.flags}"
-        " --benchmarks-dir results/benchmarks --md {output.md} --json {output.json} > {log} 2>&1"
+        " --benchmarks-dir results/benchmarks --md {output.md} --json {output.json}"
+        " --results-md {output.results} --benchmarks-md {output.benchmarks}"
+        " --figures-dir {output.figures} > {log} 2>&1"

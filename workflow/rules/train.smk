@@ -30,10 +30,11 @@ rule train:
     params:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
         data=as_json("data"),
-        training=as_json("training"),
+        training=trajectory_json,
+        bookkeeping=training_bookkeeping_file(),
         launcher=lambda wildcards, resources: train_launcher(resources.gpu),
         out_dir=lambda wildcards: run_dir(wildcards.model, wildcards.G, wildcards.seed),
     shell:
         "OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q} --data-json {params.data:q}"
-        " --training-json {params.training:q} --G {wildcards.G} --seed {wildcards.seed}"
+        " --training-json {params.training:q} --bookkeeping-file {params.bookkeeping:q} --G {wildcards.G} --seed {wildcards.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"

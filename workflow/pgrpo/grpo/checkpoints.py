@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from pgrpo.atomic import atomic_path, write_json
+from pgrpo.grpo.training_config import trajectory_section
 
 LOG_COLUMNS = [
     "step",
@@ -65,13 +66,11 @@ PARTIAL_LOG_NAME = "steps.partial.jsonl"
 RUN_SPEC_NAME = "run_spec.json"
 
 
-# Keys that do not change the trajectory: a change in them does not invalidate checkpoints.
-NON_TRAJECTORY_KEYS = ("resources", "accelerate_config", "merge_adapters", "keep_checkpoints", "checkpoints_keep")
 
 
 def run_spec_fingerprint(model_name: str, training: dict, G: int, seed: int, extra: dict | None = None) -> dict:
     """What determines the trajectory; checkpoints made under another spec are not resumed."""
-    relevant = {k: v for k, v in training.items() if k not in NON_TRAJECTORY_KEYS}
+    relevant = trajectory_section(training)
     spec = {"model": model_name, "G": G, "seed": seed, "training": relevant, **(extra or {})}
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
     return {"sha256": digest, "spec": spec}

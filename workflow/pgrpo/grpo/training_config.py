@@ -180,6 +180,28 @@ OBJECTIVE_READING: dict[str, str] = {
 }
 
 
+#: Keys of ``training:`` that cannot change the trajectory (the log.csv rows): trackers, checkpoint cadence and
+#: retention, the merge after training, the launcher's accelerate file and the job's resources. Only the other keys
+#: reach rule train's params and the checkpoint fingerprint, so editing one of these re-trains nothing and a
+#: resumed run continues from its checkpoint (tests/test_reruns.py shows both with real runs, key by key). Not here,
+#: by measurement: ``eval_steps`` and the other eval keys (TRL's evaluation samples from the training RNG, so its
+#: cadence moves every later sample) and ``vllm_gpu_memory_utilization`` (not measurable without a GPU).
+BOOKKEEPING_KEYS: tuple[str, ...] = (
+    "report_to", "checkpoint_steps", "checkpoints_keep", "keep_checkpoints", "merge_adapters", "accelerate_config",
+    "resources",
+)
+
+
+def trajectory_section(training: dict) -> dict:
+    """``training`` without its :data:`BOOKKEEPING_KEYS`: what rule train's params and the fingerprint hold."""
+    return {key: value for key, value in training.items() if key not in BOOKKEEPING_KEYS}
+
+
+def bookkeeping_section(training: dict) -> dict:
+    """The :data:`BOOKKEEPING_KEYS` of ``training`` present in it."""
+    return {key: value for key, value in training.items() if key in BOOKKEEPING_KEYS}
+
+
 #: resources.gpus > 0 without CUDA stops the run (it would train on the CPU in fp32) unless this is "1": a CPU test
 #: on a fake GPU (the SLURM test's gres), nothing else
 ALLOW_NO_CUDA_ENV = "PGRPO_ALLOW_NO_CUDA"

@@ -1,13 +1,17 @@
-"""Stage ``readme_numbers`` and the verbs ``pgrpo readme update|check``: the numbers the README quotes about a run
-of the embedded default ("What the embedded default shows") read from the results that run wrote, never typed in.
+"""Stage ``readme_numbers`` and the verbs ``pgrpo readme update|check``: the numbers the README's summary and the
+results pages (``docs/results.md``, ``docs/benchmarks.md``) quote about a run of the embedded default, read from the
+results that run wrote, never typed in.
 
 :func:`collect_facts` reads each result file it is given (symbolic verification, Appendix A; the bandit's
 calibration and verdicts, Section 5.6; the warm start; each GRPO run's log, Section 4.2; Table 1's cells, Section
-5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the forecast and the diagnose
-benchmarks; the job times Snakemake measured)
-and returns plain facts; :func:`run_readme_numbers` writes them as JSON and as the README block
-(:mod:`pgrpo.tables.readme`); :func:`run_readme_update` puts the block into the README; :func:`run_readme_check`
-says whether the README's block is sound and, given a summary, whether it is that run's.
+5.7; the three-phase fits, Section 4.4 / Figure 1; the diagnostics, Figures 2-5; the finite-G bandit; the K_ref
+sweep; the forecast and the diagnose benchmarks; the job times Snakemake measured; the figures) and returns plain
+facts, with how far a rerun reproduces each section and the headline numbers with their spread
+(:mod:`pgrpo.stages.results_pages`); :func:`run_readme_numbers` writes them as JSON, as the README's summary block
+(:mod:`pgrpo.tables.readme`) and as the results pages with their figures (:mod:`pgrpo.tables.results_pages`);
+:func:`run_readme_update` puts a run's block into the README and its pages, figures and facts into ``docs/``;
+:func:`run_readme_check` says whether the README's block and the pages are the generator's text for the committed
+facts (``docs/results/numbers.json``) and, given a run's summary, whether those facts are that run's.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import Any, Sequence
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
 from pgrpo.fit.benchmark import HINDSIGHT, ORACLE, summarize
+from pgrpo.stages.results_pages import (FACTS_NAME, figure_facts, headline_facts, pages_errors,
+                                        reproducibility_facts, train_rise_facts, write_pages)
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
-from pgrpo.tables.readme import block_errors, facts_of_block, find_block, render_block, replace_block
+from pgrpo.tables.readme import block_errors, find_block, render_block, replace_block
 
 
 def _num(x: Any) -> float | int | None:
@@ -81,23 +87,32 @@ def symbolic_facts(path: str) -> dict:
                       for c in claims if str(c.get("verdict")).upper() == "FAIL"]}
 
 
-_VERDICT_HEADER = re.compile(r"^\|\s*claim\s*\|\s*reading\s*\|\s*verdict\s*\|", re.IGNORECASE)
+def _unbold(text: str) -> str:
+    return text[2:-2].strip() if len(text) > 4 and text.startswith("**") and text.endswith("**") else text
+
+
+def markdown_rows(path: str, columns: Sequence[str]) -> list[dict]:
+    """The rows of the first Markdown table in ``path`` whose header starts with ``columns`` (case aside), as
+    ``{column: cell}`` (bold marks stripped); [] if it has none."""
+    lines = Path(path).read_text().splitlines()
+    wanted = [c.lower() for c in columns]
+    for i, line in enumerate(lines):
+        header = [c.strip().lower() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and header[:len(wanted)] == wanted:
+            out = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                cells = [_unbold(c.strip()) for c in row.strip().strip("|").split("|")]
+                if len(cells) >= len(wanted):
+                    out.append(dict(zip(columns, cells)))
+            return out
+    return []
 
 
 def bandit_verdicts(path: str) -> list[dict]:
     """The (claim, reading, verdict) rows of the verdict table in ``verdict.md``; [] if it has none."""
-    lines = Path(path).read_text().splitlines()
-    out = []
-    for i, line in enumerate(lines):
-        if _VERDICT_HEADER.match(line):
-            for row in lines[i + 2:]:
-                if not row.startswith("|"):
-                    break
-                cells = [c.strip() for c in row.strip().strip("|").split("|")]
-                if len(cells) >= 3:
-                    out.append({"claim": cells[0], "reading": cells[1], "verdict": cells[2].strip("*").strip()})
-            break
-    return out
+    return markdown_rows(path, ("claim", "reading", "verdict"))
 
 
 def bandit_facts(calibration: str, verdict_md: str | None, missing: list[str]) -> dict:
@@ -200,6 +215,37 @@ def diagnostics_facts(verdicts_json: str) -> list[dict]:
     return out
 
 
+_EXPONENT = re.compile(r"\*\*Exponent of Var\(p\) about its own mean\*\*: (\S+) ± (\S+) \((\d+)% interval "
+                       r"\[(\S+), (\S+)\].*?between the two largest G: (-?\d+(?:\.\d+)?|nan)")
+
+
+def finite_g_facts(md: str) -> dict:
+    """The finite-G bandit (``results/bandit/finite_g.md``, rule bandit_finite_g): the exponent of Var(p) about its
+    own mean against G with its s.e. and interval, the slope between the two largest G, a verdict per claim."""
+    if not Path(md).is_file():
+        raise InputError(f"{md}: no such file")
+    m = _EXPONENT.search(Path(md).read_text())
+    verdicts = [{"claim": r["claim"], "verdict": r["verdict"]} for r in markdown_rows(md, ("claim", "verdict"))]
+    if not m and not verdicts:
+        raise InputError(f"{md}: neither the exponent line nor a 'claim | verdict' table")
+    numbers = [_num(float(x)) for x in m.groups()] if m else [None] * 6
+    return {"exponent": numbers[0], "exponent_se": numbers[1],
+            "level": numbers[2] / 100 if numbers[2] is not None else None, "interval": numbers[3:5],
+            "last_pair": numbers[5], "verdicts": verdicts}
+
+
+def kref_sweep_facts(summary_json: str) -> dict:
+    """The deep-network K_ref sweep (``results/kref_sweep/summary.json``, rule kref_sweep): K from the baseline, the
+    runs that agree with Theorem 7, and each run's regime."""
+    d = _read_json(summary_json)
+    agreement = d.get("agreement") or {}
+    keys = ("run", "eta", "k_ref", "label", "predicted", "agrees", "k_eta_k_ref", "zeta")
+    runs = [{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k))) for k in keys}
+            for r in d.get("runs") or []]
+    return {"K": _num((d.get("stiffness") or {}).get("K")), "baseline": str(d.get("baseline")), "mu": _num(d.get("mu")),
+            "agree": _num(agreement.get("agree")), "judged": _num(agreement.get("judged")), "runs": runs}
+
+
 def _job_seconds(tsv: Path) -> float | None:
     """The wall-clock seconds of one job from its Snakemake benchmark file (column ``s``)."""
     try:
@@ -211,7 +257,7 @@ def _job_seconds(tsv: Path) -> float | None:
 
 
 def timing_facts(benchmarks_dir: str, model_dirs: Sequence[str], logs: Sequence[str],
-                 eval_jsons: Sequence[str]) -> list[dict]:
+                 eval_jsons: Sequence[str], kref_runs: Sequence[str] = ()) -> list[dict]:
     """Per stage: the number of jobs and their wall-clock seconds (min, max, sum) from ``results/benchmarks``; only
     the jobs of the given inputs (a stale file of another configuration is not counted)."""
     root = Path(benchmarks_dir)
@@ -222,6 +268,7 @@ def timing_facts(benchmarks_dir: str, model_dirs: Sequence[str], logs: Sequence[
         "train": [root / "train" / f"{m.group(1)}/G{m.group(2)}/seed{m.group(3)}.tsv"
                   for m in (_RUN_PATH.search(Path(p).as_posix()) for p in logs) if m],
         "evaluate": [root / "evaluate" / Path(*Path(p).parts[-3:]).with_suffix(".tsv") for p in eval_jsons],
+        "kref sweep": [root / "kref_sweep" / f"{name}.tsv" for name in kref_runs],
     }
     out = []
     for stage, files in stages.items():
@@ -316,13 +363,16 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
                   table1_summary_csv: str | None = None, fits_jsons: Sequence[str] = (),
                   diagnostics_json: str | None = None, eval_jsons: Sequence[str] = (),
                   benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None,
-                  diagnose_benchmark_csv: str | None = None) -> dict[str, Any]:
-    """The README's facts from the given result files; a file that cannot be read is named under ``missing``
-    (its section is left out) rather than stopping the run."""
+                  diagnose_benchmark_csv: str | None = None, finite_g_md: str | None = None,
+                  kref_sweep_json: str | None = None, figures: Sequence[str] = ()) -> dict[str, Any]:
+    """The facts of the README's summary and the results pages from the given result files; a file that cannot be
+    read is named under ``missing`` (its section is left out) rather than stopping the run. Then how far a rerun
+    reproduces each section, the seed spread of the train reward's rise, and the headline numbers with their
+    spread."""
     missing: list[str] = []
     facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
-                             "diagnostics": [], "forecast": [], "diagnose_benchmark": [], "timings": [],
-                             "missing": missing}
+                             "diagnostics": [], "finite_g": None, "kref_sweep": None, "forecast": [],
+                             "diagnose_benchmark": [], "timings": [], "figures": [], "missing": missing}
 
     def attempt(what: str, func, *args):
         try:
@@ -347,15 +397,37 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
     if diagnose_benchmark_csv:
         facts["diagnose_benchmark"] = attempt("diagnose benchmark", diagnose_benchmark_facts,
                                               diagnose_benchmark_csv) or []
+    if finite_g_md:
+        facts["finite_g"] = attempt("finite-G bandit", finite_g_facts, finite_g_md)
+    if kref_sweep_json:
+        facts["kref_sweep"] = attempt("K_ref sweep", kref_sweep_facts, kref_sweep_json)
     if benchmarks_dir:
-        facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons)
-    return json.loads(json.dumps(facts, allow_nan=False))  # plain JSON, as the README's copy will read back
+        kref_runs = [r["run"] for r in (facts["kref_sweep"] or {}).get("runs") or []]
+        facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons, kref_runs)
+    facts["figures"] = attempt("figures", figure_facts, list(figures), missing) or []
+    facts["train_rise"] = train_rise_facts(facts["train"])
+    facts["reproducibility"] = reproducibility_facts(facts)
+    facts["headlines"] = headline_facts(facts)
+    return json.loads(json.dumps(facts, allow_nan=False))  # plain JSON, as the committed copy will read back
 
 
-def run_readme_numbers(out_md: str, out_json: str, **inputs: Any) -> dict[str, Any]:
-    """Write the facts (``out_json``) and the README block made from them (``out_md``, markers included). Returns
-    the facts. ``inputs``: the arguments of :func:`collect_facts`."""
+#: the layout of a run's folder (rule readme_numbers) and of the docs (``pgrpo readme update``)
+RUN_FIGURES = "figures"
+DOCS_PAGES = {"results": "results.md", "benchmarks": "benchmarks.md"}
+DOCS_FIGURES = "results"
+
+
+def run_readme_numbers(out_md: str, out_json: str, out_results_md: str | None = None,
+                       out_benchmarks_md: str | None = None, figures_dir: str | None = None,
+                       **inputs: Any) -> dict[str, Any]:
+    """Write the facts (``out_json``), the README block made from them (``out_md``, markers included), the results
+    pages and the figures they show (by default ``results.md``, ``benchmarks.md`` and ``figures/`` beside
+    ``out_md``). Returns the facts. ``inputs``: the arguments of :func:`collect_facts`."""
     facts = collect_facts(**inputs)
+    folder = Path(out_md).parent
+    pages = {"results": out_results_md or str(folder / DOCS_PAGES["results"]),
+             "benchmarks": out_benchmarks_md or str(folder / DOCS_PAGES["benchmarks"])}
+    write_pages(facts, pages, figures_dir or str(folder / RUN_FIGURES))
     write_json(out_json, facts)
     write_text(out_md, render_block(facts))
     return facts
@@ -373,36 +445,68 @@ def _block_of(path: str, what: str) -> str:
     return text[start:end]
 
 
-def run_readme_update(readme: str, summary_md: str | None = None) -> None:
-    """Replace the results block of ``readme`` by the block of ``summary_md`` (rule readme_numbers' output); without
-    a summary, re-render the README's block from the facts it carries (after a change of the generator's wording)."""
+def _docs(readme: str, docs: str | None) -> tuple[Path, dict[str, str], str]:
+    """The docs folder (default: ``docs/`` beside the README), its pages and its figures' folder."""
+    root = Path(docs) if docs else Path(readme).parent / "docs"
+    return root, {name: str(root / page) for name, page in DOCS_PAGES.items()}, str(root / DOCS_FIGURES)
+
+
+def _run_facts(summary_md: str) -> dict[str, Any]:
+    """A run's facts: the ``numbers.json`` beside its summary, whose block must be the generator's for them."""
+    path = Path(summary_md).parent / FACTS_NAME
+    facts = read_json(path, "the run's facts")
+    errors = block_errors(_block_of(summary_md, "summary"), facts)
+    if errors:
+        raise InputError(f"summary {summary_md}: {errors[0]}")
+    return facts
+
+
+def run_readme_update(readme: str, summary_md: str | None = None, docs: str | None = None) -> None:
+    """From a run (``summary_md``: rule readme_numbers' ``results/readme/summary.md``, with ``numbers.json`` and
+    ``figures/`` beside it) write its facts to ``docs/results/numbers.json``, its pages to ``docs/results.md`` and
+    ``docs/benchmarks.md``, its figures to ``docs/results/`` and its block into ``readme``. Without a summary,
+    re-render the block and the pages from the committed facts (after a change of the generator's wording)."""
+    root, pages, figures = _docs(readme, docs)
     if summary_md:
-        block = _block_of(summary_md, "summary")
-        errors = block_errors(block)
-        if errors:
-            raise InputError(f"summary {summary_md}: {errors[0]}")
+        facts = _run_facts(summary_md)
+        run_figures = Path(summary_md).parent / RUN_FIGURES
+        sources = {f["name"]: str(run_figures / f["name"]) for f in facts.get("figures") or []}
     else:
-        try:
-            block = render_block(facts_of_block(_block_of(readme, "README")))
-        except ValueError as exc:
-            raise InputError(f"README {readme}: {exc}") from None
-    text = Path(readme).read_text()
+        facts = read_json(Path(figures) / FACTS_NAME, "the committed facts")
+        sources = {f["name"]: str(Path(figures) / f["name"]) for f in facts.get("figures") or []}
+    text = Path(readme).read_text() if Path(readme).is_file() else ""
     try:
-        write_text(readme, replace_block(text, block))
+        new_readme = replace_block(text, render_block(facts))
     except ValueError as exc:
         raise InputError(f"README {readme}: {exc}") from None
+    write_pages(facts, pages, figures, sources, with_facts=True)
+    write_text(readme, new_readme)
 
 
-def run_readme_check(readme: str, summary_md: str | None = None) -> list[str]:
-    """What is wrong with the README's results block: not exactly the generator's text for its facts, or (given a
-    summary) facts other than the summary's. Empty: the README quotes the results."""
-    errors = block_errors(Path(readme).read_text()) if Path(readme).is_file() else [f"{readme}: no such file"]
-    if errors or not summary_md:
-        return errors
-    ours = facts_of_block(_block_of(readme, "README"))
-    theirs = facts_of_block(_block_of(summary_md, "summary"))
-    if ours != theirs:
-        stale = [key for key in sorted(set(ours) | set(theirs)) if (ours.get(key) or None) != (theirs.get(key) or None)]
-        return [f"README {readme}: the results block is not that of {summary_md} (differs in: {', '.join(stale)}); "
-                f"run `pgrpo readme update {readme} {summary_md}`"]
-    return []
+def _differing(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    return [key for key in sorted(set(ours) | set(theirs)) if (ours.get(key) or None) != (theirs.get(key) or None)]
+
+
+def run_readme_check(readme: str, summary_md: str | None = None, docs: str | None = None) -> list[str]:
+    """What is wrong with the README's results block and the docs' results pages: not exactly the generator's text
+    for the committed facts (``docs/results/numbers.json``), a figure that is not the facts', or (given a run's
+    summary) committed facts other than that run's. Empty: the README and the docs quote the results."""
+    _, pages, figures = _docs(readme, docs)
+    try:
+        facts = read_json(Path(figures) / FACTS_NAME, "the committed facts")
+    except InputError as exc:
+        return [f"{exc}; run `pgrpo readme update {readme} results/readme/summary.md`"]
+    if not Path(readme).is_file():
+        return [f"{readme}: no such file"]
+    errors = [f"README {readme}: {e}" for e in block_errors(Path(readme).read_text(), facts)]
+    errors += pages_errors(facts, pages, figures)
+    if summary_md:
+        try:
+            theirs = _run_facts(summary_md)
+        except InputError as exc:
+            return errors + [str(exc)]
+        if theirs != facts:
+            errors.append(f"the committed facts ({Path(figures) / FACTS_NAME}) are not those of {summary_md} "
+                          f"(differs in: {', '.join(_differing(facts, theirs))}); run `pgrpo readme update {readme} "
+                          f"{summary_md}`")
+    return errors

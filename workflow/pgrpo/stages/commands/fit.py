@@ -1,0 +1,69 @@
+"""``pgrpo fit``, ``figure1``, ``forecast`` and ``forecast-summary``: the three-phase law fitted to the runs, and
+forecasts of a run's reward curve (:mod:`pgrpo.stages.fit`)."""
+
+from __future__ import annotations
+
+from pgrpo.stages.commands import USER_TOOLS, WORKFLOW_STAGES, Commands, add_required, add_section_args, config_section
+
+
+def add_commands(commands: Commands) -> None:
+    p = commands.add("fit", WORKFLOW_STAGES, "three-phase law and rivals on the seed means of one model (all G)", _fit)
+    add_section_args(p)
+    p.add_argument("--aggregates", nargs="+", required=True)
+    p.add_argument("--metas", nargs="*", default=[])
+    add_required(p, "--json", "--csv", "--md", "--tex")
+
+    p = commands.add("figure1", WORKFLOW_STAGES, "Figure 1: models x (train reward, eval reward, eval accuracy) x G",
+                     _figure1)
+    p.add_argument("--aggregates", nargs="+", required=True)
+    p.add_argument("--fits", nargs="+", required=True)
+    add_required(p, "--pdf", "--png")
+
+    p = commands.add("forecast", USER_TOOLS, "forecast the rest of any run's reward curve from its first steps, with "
+                                             "intervals, plateau and time to 90%%", _forecast)
+    add_section_args(p)
+    p.add_argument("log", help="log.csv, a TRL trainer_state.json, a bare log_history list (JSON), a TRL output "
+                               "folder, or a CSV with TRL / W&B names")
+    p.add_argument("--meta", help="meta.json of the run (reward range [0, 1], batch, Eq. 9 link)")
+    p.add_argument("--fraction", type=float, help="fraction of steps to fit on (default: fitting.forecast_fraction)")
+    p.add_argument("--column", default="reward")
+    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's declared range")
+    p.add_argument("--batch", type=float, help="completions per optimizer step (binomial noise floor)")
+    p.add_argument("--total-steps", type=float, help="the run's planned length (default: meta max_steps, else "
+                                                     "the last logged step)")
+    p.add_argument("--json", help="output JSON (default: print a summary only)")
+    p.add_argument("--png", help="output figure")
+
+    p = commands.add("forecast-summary", WORKFLOW_STAGES, "forecast errors and their spread across seeds",
+                     _forecast_summary)
+    p.add_argument("forecasts", nargs="+")
+    add_required(p, "--csv", "--md")
+
+
+def _fit(args):
+    from pgrpo.stages import fit
+
+    fit.run_fit(aggregate_csvs=args.aggregates, meta_jsons=args.metas, out_json=args.json, out_csv=args.csv,
+                out_md=args.md, out_tex=args.tex, cfg=config_section(args, "fitting"))
+
+
+def _figure1(args):
+    from pgrpo.stages import fit
+
+    fit.run_figure1(aggregate_csvs=args.aggregates, fit_jsons=args.fits, out_pdf=args.pdf, out_png=args.png)
+
+
+def _forecast(args):
+    from pgrpo.stages import fit
+
+    section = config_section(args, "fitting")
+    fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
+    fit.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
+                     meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"),
+                     reward_range=args.reward_range, batch=args.batch, total_steps=args.total_steps)
+
+
+def _forecast_summary(args):
+    from pgrpo.stages import fit
+
+    fit.run_forecast_summary(forecast_jsons=args.forecasts, out_csv=args.csv, out_md=args.md)

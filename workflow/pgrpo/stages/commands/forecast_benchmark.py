@@ -1,0 +1,21 @@
+"""``pgrpo forecast-benchmark``: the forecaster against its baselines (:mod:`pgrpo.stages.forecast_benchmark`)."""
+
+from __future__ import annotations
+
+from pgrpo.stages.commands import BENCHMARKS, Commands, add_required, add_section_args, config_section
+
+
+def add_commands(commands: Commands) -> None:
+    p = commands.add("forecast-benchmark", BENCHMARKS, "the forecaster against persistence and fitted-curve baselines "
+                     "on the workflow's runs, the bandit and public TRL logs", _forecast_benchmark)
+    add_section_args(p)
+    p.add_argument("--logs", nargs="*", default=[], help="the workflow's log.csv files (part a)")
+    p.add_argument("--data-dir", help="public TRL logs (default: forecast_benchmark.data_dir)")
+    add_required(p, "--csv", "--md", "--png")
+
+
+def _forecast_benchmark(args):
+    from pgrpo.stages import forecast_benchmark
+
+    forecast_benchmark.run_forecast_benchmark_all(config_section(args, "forecast_benchmark"), args.logs, args.csv,
+                                                  args.md, args.png, data_dir=args.data_dir)
