@@ -12,6 +12,7 @@ generator's text for the committed facts.
 from __future__ import annotations
 
 import json
+import re
 import math
 from pathlib import Path
 
@@ -505,8 +506,7 @@ def test_the_diagnose_benchmark_facts_are_its_counts(tmp_path):
 
 def _committed(repo_root: Path) -> dict:
     path = repo_root / "docs" / "results" / "numbers.json"
-    if not path.is_file():
-        pytest.skip("no committed facts (docs/results/numbers.json)")
+    assert path.is_file(), "docs/results/numbers.json (the committed facts) is missing: run `make readme`"
     return json.loads(path.read_text())
 
 
@@ -526,3 +526,15 @@ def test_the_readme_holds_exactly_the_generated_block_for_the_committed_facts(re
     assert block_errors(text, facts) == []
     start, end = find_block(text)
     assert end - start < 4000  # a summary, not the facts
+
+
+def test_the_readme_is_a_screen_whose_links_and_images_resolve(repo_root):
+    """The README is the front door: at most ~150 lines, and every relative link or image it names is a file of the
+    repository (the site's generated pages are not files, so the README may not link to them)."""
+    text = (repo_root / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", text) + re.findall(r'<img src="([^"]+)"', text)
+    relative = [t for t in targets if "://" not in t]
+    assert "docs/results/figure1.png" in relative
+    missing = [t for t in relative if not (repo_root / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
