@@ -23,9 +23,10 @@ VERBS_BEFORE = {
     "validate", "predict", "symbolic", "bandit", "data", "build-tiny", "train", "kref-sweep", "aggregate", "fit",
     "figure1", "forecast", "evaluate", "prepare-benchmark", "plan", "table1", "passk-curves", "diagnostics",
     "diagnose", "forecast-summary", "forecast-benchmark", "diagnose-benchmark", "readme",
+    "doctor",  # issue 19: the node check before any GPU-hour
 }
 #: Each verb's group; the rest are workflow stages.
-USER_TOOLS = {"diagnose", "forecast", "predict", "plan", "validate"}
+USER_TOOLS = {"diagnose", "forecast", "predict", "plan", "validate", "doctor"}
 BENCHMARKS = {"forecast-benchmark", "diagnose-benchmark"}
 STEPS = {"bandit": {"calibrate", "sweep", "regime-map", "verdict", "finite-g", "sensitivity"},
          "data": {"synthetic", "suite"}, "readme": {"numbers", "update", "check"}}

@@ -23,6 +23,7 @@ from pgrpo.stages.commands import aggregate as aggregate_commands
 from pgrpo.stages.commands import bandit as bandit_commands
 from pgrpo.stages.commands import diagnose as diagnose_commands
 from pgrpo.stages.commands import diagnose_benchmark as diagnose_benchmark_commands
+from pgrpo.stages.commands import doctor as doctor_commands
 from pgrpo.stages.commands import evaluate as evaluate_commands
 from pgrpo.stages.commands import fit as fit_commands
 from pgrpo.stages.commands import forecast_benchmark as forecast_benchmark_commands
@@ -40,7 +41,7 @@ from pgrpo.stages.commands import train as train_commands
 COMMAND_MODULES = (
     symbolic_commands, bandit_commands, model_commands, train_commands, kref_sweep_commands, aggregate_commands,
     fit_commands, prepare_commands, evaluate_commands, diagnose_commands, readme_commands,
-    forecast_benchmark_commands, diagnose_benchmark_commands, predict_commands, plan_commands,
+    forecast_benchmark_commands, diagnose_benchmark_commands, predict_commands, plan_commands, doctor_commands,
 )
 
 DESCRIPTION = "Predictable GRPO: closed-form dynamics, exact bandit, GRPO training, fits, forecasts."

@@ -1,5 +1,6 @@
 # Shared by all .smk files -- config validation, the run grid and input functions.
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -399,3 +400,129 @@ def evaluate_env():
     gpus = int((evaluation.get("resources") or {}).get("gpus") or 0)
     uses_vllm = backend == "vllm" or (backend == "auto" and gpus > 0)
     return "../../envs/evaluate-vllm.yaml" if uses_vllm else "../../envs/evaluate.yaml"
+
+
+# Before any GPU-hour (issue 19): every GPU job starts with `pgrpo doctor` on its own sections, and a job whose
+# attempt exited 2 (a bad input, a failed doctor) is not retried: the guard (pgrpo.grpo.doctor.input_error_guard)
+# leaves a marker under INPUT_ERRORS on exit 2 and a retry finding it exits 2 at once; a fresh `snakemake` run
+# clears the markers (onstart). CPU jobs (the embedded default) run their commands unchanged.
+from pgrpo.grpo.doctor import (  # noqa: E402
+    attempt_mem_mb,
+    attempt_runtime,
+    input_error_guard,
+)
+
+INPUT_ERRORS = "results/.input_errors"
+
+
+onstart:
+    clear_input_errors()
+
+
+def clear_input_errors():
+    """A fresh run (the user fixed the input) tries every job again."""
+    import shutil
+
+    shutil.rmtree(INPUT_ERRORS, ignore_errors=True)
+
+
+def retry_settings():
+    return {
+        "mem_factor": 1.5,
+        "max_mem_mb": None,
+        "eval_runtime_factor": 1.5,
+        **(config.get("retries") or {}),
+    }
+
+
+def attempt_mem(base):
+    """mem_mb of a job's attempt: ``base x retries.mem_factor^(attempt - 1)``, at most retries.max_mem_mb."""
+    settings = retry_settings()
+    return lambda wildcards, attempt: attempt_mem_mb(
+        base, attempt, settings["mem_factor"], settings["max_mem_mb"]
+    )
+
+
+def evaluation_runtime(wildcards, attempt):
+    """An evaluation cannot resume: its runtime grows with the attempt (at most plan.partition_limit_min)."""
+    base = job_runtime(
+        "evaluation",
+        f"evaluate/{wildcards.model}/{wildcards.variant}/{wildcards.benchmark}",
+    )
+    return attempt_runtime(
+        base,
+        attempt,
+        retry_settings()["eval_runtime_factor"],
+        (config.get("plan") or {}).get("partition_limit_min"),
+    )
+
+
+def model_bytes_env(spec):
+    """`PGRPO_MODEL_BYTES=N ` (bf16 weights) for vllm_gpu_memory_utilization: auto; "" when the size is unknown."""
+    from pgrpo.stages.plan import model_params_b
+
+    try:
+        return f"PGRPO_MODEL_BYTES={int(model_params_b(spec['name'], spec) * 2e9)} "
+    except ValueError:
+        return ""
+
+
+def gpu_prelude(section, rule_name, log, doctor_args, env=""):
+    """The shell prefix of a GPU job: the exit-2 guard, `pgrpo doctor` on the job's sections (its report in
+    LOG.doctor) and ``env``; "" when ``section`` asks for no GPU."""
+    if not int(config[section]["resources"]["gpus"] or 0):
+        return ""
+    marker = f"{INPUT_ERRORS}/{Path(log).relative_to('logs').with_suffix('')}"
+    guard = input_error_guard(marker, [log, f"{log}.doctor"], f"rule {rule_name}")
+    args = " ".join(shlex.quote(a) for a in doctor_args)
+    return f"{guard}PYTHONPATH=workflow python -m pgrpo doctor {args} > {log}.doctor 2>&1 && {env}"
+
+
+def train_prelude(wildcards):
+    spec = model_spec(wildcards.model)
+    log = f"logs/train/{wildcards.model}/G{wildcards.G}/seed{wildcards.seed}.log"
+    return train_doctor(spec, "train", log)
+
+
+def train_doctor(spec, rule_name, log):
+    return gpu_prelude(
+        "training",
+        rule_name,
+        log,
+        [
+            "--model-json",
+            json.dumps(spec, sort_keys=True),
+            "--training-json",
+            trajectory_json(None),
+            "--bookkeeping-file",
+            training_bookkeeping_file(),
+            "--data-json",
+            json.dumps(config["data"], sort_keys=True),
+        ],
+        env=model_bytes_env(spec),
+    )
+
+
+def kref_train_prelude(wildcards):
+    log = f"logs/kref_sweep/lr{wildcards.lr}_kref{wildcards.kref}.log"
+    return train_doctor(model_spec(kref_sweep_model()), "kref_train", log)
+
+
+def evaluate_prelude(wildcards):
+    spec = model_spec(wildcards.model)
+    # a trained variant's merged model is an input, on disk: no hub id to find in the cache
+    if wildcards.variant != "base":
+        spec = {**spec, "path": f"{variant_run_dir(wildcards)}/merged"}
+    w = wildcards
+    log = f"logs/evaluate/{w.model}/{w.variant}/{w.benchmark}.log"
+    return gpu_prelude(
+        "evaluation",
+        "evaluate",
+        log,
+        [
+            "--model-json",
+            json.dumps(spec, sort_keys=True),
+            "--evaluation-json",
+            json.dumps(config["evaluation"], sort_keys=True),
+        ],
+    )

@@ -52,11 +52,9 @@ rule evaluate:
     resources:
         gpu=config["evaluation"]["resources"]["gpus"],
         cpus_per_task=lambda wildcards, threads: threads,
-        runtime=lambda wildcards: job_runtime(
-            "evaluation",
-            f"evaluate/{wildcards.model}/{wildcards.variant}/{wildcards.benchmark}",
-        ),
-        mem_mb=config["evaluation"]["resources"]["mem_mb"],
+        # an evaluation cannot resume: a retry gets more time and memory (retries:)
+        runtime=evaluation_runtime,
+        mem_mb=attempt_mem(config["evaluation"]["resources"]["mem_mb"]),
     params:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
         benchmark=lambda wildcards: json.dumps(
@@ -68,8 +66,9 @@ rule evaluate:
             if wildcards.variant == "base"
             else f"{variant_run_dir(wildcards)}/merged"
         ),
+        prelude=evaluate_prelude,  # GPU jobs only: the exit-2 guard and pgrpo doctor
     shell:
-        "OMP_NUM_THREADS={threads} PYTHONPATH=workflow python -m pgrpo evaluate"
+        "{params.prelude}OMP_NUM_THREADS={threads} PYTHONPATH=workflow python -m pgrpo evaluate"
         " --model-json {params.model:q} --variant-path={params.variant_path:q}"
         " --benchmark {wildcards.benchmark} --benchmark-json {params.benchmark:q}"
         " --evaluation-json {params.evaluation:q} --prepared {input.prepared}"

@@ -21,7 +21,7 @@ rule kref_train:
     resources:
         gpu=config["training"]["resources"]["gpus"],
         runtime=section_runtime("training"),
-        mem_mb=config["training"]["resources"]["mem_mb"],
+        mem_mb=attempt_mem(config["training"]["resources"]["mem_mb"]),
     params:
         model=lambda wildcards: json.dumps(
             model_spec(kref_sweep_model()), sort_keys=True
@@ -34,8 +34,9 @@ rule kref_train:
         seed=lambda wildcards: config["kref_sweep"].get("seed") or config["seeds"][0],
         launcher=lambda wildcards, resources: train_launcher(resources.gpu),
         out_dir=lambda wildcards: kref_run_dir(wildcards.lr, wildcards.kref),
+        prelude=kref_train_prelude,
     shell:
-        "OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q}"
+        "{params.prelude}OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q}"
         " --data-json {params.data:q} --training-json {params.training:q} --bookkeeping-file {params.bookkeeping:q} --kref-sweep-json {params.sweep:q}"
         " --eta {wildcards.lr} --k-ref {wildcards.kref} --G {params.G} --seed {params.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"

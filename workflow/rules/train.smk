@@ -26,7 +26,8 @@ rule train:
         gpu=config["training"]["resources"]["gpus"],
         cpus_per_task=lambda wildcards, threads: threads,
         runtime=lambda wildcards: job_runtime("training", train_job(wildcards)),
-        mem_mb=training_mem_mb(),
+        # a retry resumes from its checkpoint, so its runtime stays; its memory grows (retries.mem_factor)
+        mem_mb=attempt_mem(training_mem_mb()),
     params:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
         data=as_json("data"),
@@ -34,7 +35,8 @@ rule train:
         bookkeeping=training_bookkeeping_file(),
         launcher=lambda wildcards, resources: train_launcher(resources.gpu),
         out_dir=lambda wildcards: run_dir(wildcards.model, wildcards.G, wildcards.seed),
+        prelude=train_prelude,  # GPU jobs only: the exit-2 guard and pgrpo doctor
     shell:
-        "OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q} --data-json {params.data:q}"
+        "{params.prelude}OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q} --data-json {params.data:q}"
         " --training-json {params.training:q} --bookkeeping-file {params.bookkeeping:q} --G {wildcards.G} --seed {wildcards.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"

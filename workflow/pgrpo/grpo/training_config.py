@@ -114,7 +114,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "use_vllm": False,
     "vllm_mode": "colocate",  # or "server" (start `trl vllm-serve` beside the job)
     "vllm_server_base_url": None,
-    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_gpu_memory_utilization": 0.3,  # or auto: from the model's bytes and the GPU's memory (vllm_share)
     "bf16": True,  # used only when CUDA is present
     "accelerate_config": None,  # launcher config for >1 GPU, e.g. config/accelerate/deepspeed_zero2.yaml
     "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
@@ -366,6 +366,9 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
                 "eval_on_start", "use_bias_correction_kl", "vllm_importance_sampling_correction"):
         _require(isinstance(t[key], bool), key, f"must be true or false, got {t[key]!r}")
     _require(t["vllm_mode"] in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
+    share = t["vllm_gpu_memory_utilization"]
+    _require(share == "auto" or (is_number(share) and 0 < share <= 1), "vllm_gpu_memory_utilization",
+             f"must be a number in (0, 1] or auto, got {share!r}")
     if t["use_vllm"] and not cuda:
         from pgrpo.grpo.generation import vllm_cpu_build
 
@@ -552,7 +555,7 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         dataloader_num_workers=0,
         use_vllm=t["use_vllm"],
         vllm_mode=t["vllm_mode"],
-        vllm_gpu_memory_utilization=float(t["vllm_gpu_memory_utilization"]),
+        vllm_gpu_memory_utilization=vllm_share(t, cuda=cuda),
         log_completions=False,
         epsilon_high=float(t["epsilon"]),
         use_bias_correction_kl=t["use_bias_correction_kl"],
@@ -574,6 +577,37 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
     if t["vllm_server_base_url"]:
         kwargs["vllm_server_base_url"] = t["vllm_server_base_url"]
     return GRPOConfig(**kwargs)
+
+
+#: the model's weight bytes for ``vllm_gpu_memory_utilization: auto``, set by the workflow's GPU jobs (common.smk)
+MODEL_BYTES_ENV = "PGRPO_MODEL_BYTES"
+
+
+def vllm_share(training: dict, *, cuda: bool, model_bytes: float | None = None,
+               gpu_memory_bytes: float | None = None) -> float:
+    """``vllm_gpu_memory_utilization`` as a number; ``auto``: weights + the KV cache of one generation batch + vLLM's
+    workspace over the GPU's memory, at most 0.9 (:func:`pgrpo.grpo.doctor.auto_vllm_share`). The model's bytes
+    come from ``model_bytes`` or :data:`MODEL_BYTES_ENV`, the GPU's from ``gpu_memory_bytes`` or torch; without a
+    GPU (vLLM's CPU build sizes its cache itself) auto is the default 0.3."""
+    value = training["vllm_gpu_memory_utilization"]
+    if value != "auto":
+        return float(value)
+    if not cuda and gpu_memory_bytes is None:
+        return float(TRAINING_DEFAULTS["vllm_gpu_memory_utilization"])
+    from pgrpo.grpo import doctor
+
+    model_bytes = model_bytes or float(os.environ.get(MODEL_BYTES_ENV) or 0)
+    _require(model_bytes > 0, "vllm_gpu_memory_utilization",
+             f"auto needs the model's weight bytes ({MODEL_BYTES_ENV}, set by the workflow's GPU jobs): set it or "
+             "give a number")
+    if gpu_memory_bytes is None:
+        import torch
+
+        gpu_memory_bytes = float(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+    spg = training["steps_per_generation"] or training["gradient_accumulation_steps"]
+    context = (training["max_prompt_length"] or 256) + training["max_completion_length"]
+    kv = doctor.kv_budget_bytes(model_bytes, None, training["per_device_train_batch_size"] * spg, context)
+    return doctor.auto_vllm_share(model_bytes, kv, gpu_memory_bytes)
 
 
 def launch_command(training: dict, n_gpus: int) -> list[str]:
