@@ -93,6 +93,9 @@ def training_bookkeeping_file():
     return str(path)
 
 
+TRAINING_BOOKKEEPING_FILE = training_bookkeeping_file()
+
+
 def runs():
     """Every (model, G, seed) of the grid."""
     return [
@@ -495,7 +498,7 @@ def train_doctor(spec, rule_name, log):
             "--training-json",
             trajectory_json(None),
             "--bookkeeping-file",
-            training_bookkeeping_file(),
+            TRAINING_BOOKKEEPING_FILE,
             "--data-json",
             json.dumps(config["data"], sort_keys=True),
         ],

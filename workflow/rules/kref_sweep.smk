@@ -28,7 +28,7 @@ rule kref_train:
         ),
         data=as_json("data"),
         training=trajectory_json,
-        bookkeeping=training_bookkeeping_file(),
+        bookkeeping=TRAINING_BOOKKEEPING_FILE,
         sweep=as_json("kref_sweep"),
         G=lambda wildcards: config["kref_sweep"].get("G") or config["group_sizes"][0],
         seed=lambda wildcards: config["kref_sweep"].get("seed") or config["seeds"][0],

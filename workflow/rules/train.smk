@@ -32,7 +32,7 @@ rule train:
         model=lambda wildcards: json.dumps(model_spec(wildcards.model), sort_keys=True),
         data=as_json("data"),
         training=trajectory_json,
-        bookkeeping=training_bookkeeping_file(),
+        bookkeeping=TRAINING_BOOKKEEPING_FILE,
         launcher=lambda wildcards, resources: train_launcher(resources.gpu),
         out_dir=lambda wildcards: run_dir(wildcards.model, wildcards.G, wildcards.seed),
         prelude=train_prelude,  # GPU jobs only: the exit-2 guard and pgrpo doctor

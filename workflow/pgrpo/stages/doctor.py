@@ -122,7 +122,8 @@ def job_checks(facts: dict, models: dict[str, dict], *, training: dict | None, e
     cache, disk = [], 0.0
     for name, spec in models.items():
         config_json = model_config_json(spec)
-        weights = d.weight_bytes(_params_b(spec, config_json))
+        params_b = _params_b(spec, config_json)
+        weights = d.weight_bytes(params_b)
         per_token = d.kv_bytes_per_token(config_json)
         if t is not None and wanted.get("training"):
             spg = t["steps_per_generation"] or t["gradient_accumulation_steps"]
@@ -133,8 +134,8 @@ def job_checks(facts: dict, models: dict[str, dict], *, training: dict | None, e
                                          share=None if share == "auto" else share, kv_budget=kv,
                                          colocate_trainer=True, share_key="training.vllm_gpu_memory_utilization"))
             lora = d.lora_params(config_json, t["lora"]["r"], t["lora"]["target_modules"],
-                                 _params_b(spec, config_json))
-            disk += runs_per_model * d.run_disk_bytes(_params_b(spec, config_json), lora, t["checkpoints_keep"],
+                                 params_b)
+            disk += runs_per_model * d.run_disk_bytes(params_b, lora, t["checkpoints_keep"],
                                                       t["merge_adapters"])
         if e is not None and wanted.get("evaluation"):
             gpus = wanted["evaluation"]
