@@ -26,12 +26,16 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/diagnose.smk"
+include: "workflow/rules/live.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/readme.smk"
 include: "workflow/rules/kref_sweep.smk"
+include: "workflow/rules/prefetch.smk"
+include: "workflow/rules/costs.smk"
 
 
 rule all:
     default_target: True
     input:
         all_targets(),
+        "results/costs/job_costs.md",

@@ -12,8 +12,10 @@
 #   vllm_evaluate   a benchmark prepared once, then pass@k of the merged model with the vLLM backend, stopping at
 #                   the chat template's end-of-turn
 #   zero2_step      two GRPO steps under `accelerate launch` with DeepSpeed ZeRO-2 (config/accelerate/)
-#   throughput      decode-step time of vLLM and model.generate at batch 16 (the per-step overheads of
-#                   pgrpo plan's profiles: paste them under plan.throughput)
+#   throughput      the cost terms pgrpo plan assumes, measured (one "calibration" line each): the decode step
+#                   at the training engine's concurrency (16) and at an evaluation job's (256), the KV-cache read,
+#                   the weight sync into vLLM, the merge, an adapter save, a checkpoint; then the terms still
+#                   assumed and a plan.throughput.<gpu> entry to paste (with its `measured:` list)
 # Exits 0 when every check passes, 1 when one fails, 2 without CUDA. Logs: WORK_DIR/<check>.log.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -147,28 +149,108 @@ print('2 GRPO steps under DeepSpeed ZeRO-2 (accelerate launch), num_processes', 
 \"
 "
 
-check throughput "$PY" - "$WORK/model" <<'EOF'
-import sys, time, torch
+check throughput "$PY" - "$WORK/model" "$WORK/calibration" <<'EOF'
+# The terms pgrpo plan assumes (pgrpo.grpo.plan_models.COST_TERMS), measured on this GPU; each line says the
+# plan.throughput key it calibrates. A term that cannot be measured here says why and stays an assumption.
+import json, os, shutil, sys, time, torch
+from pathlib import Path
 from transformers import AutoModelForCausalLM, AutoTokenizer
-path, n, steps = sys.argv[1], 16, 256
+path, out = sys.argv[1], Path(sys.argv[2])
+out.mkdir(parents=True, exist_ok=True)
+n, steps = 16, 256  # n: TRL's colocated engine at Table 2's batch (4 x 1 x 4 sequences at once)
+measured, keys = [], {}
 tok = AutoTokenizer.from_pretrained(path)
 prompt = tok("Ann has 3 pens. She buys 4 more. How many pens?")["input_ids"]
 model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).cuda().eval()
+cfg = model.config
+kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads) * 2
 ids = torch.tensor([prompt] * n, device="cuda")
 kw = dict(max_new_tokens=steps, min_new_tokens=steps, do_sample=True, temperature=0.8, top_k=0)
 model.generate(ids, **kw)
 torch.cuda.synchronize(); t = time.perf_counter(); model.generate(ids, **kw); torch.cuda.synchronize()
 hf_ms = (time.perf_counter() - t) / steps * 1000
-del model; torch.cuda.empty_cache()
+
+
+def timed(fn):
+    torch.cuda.synchronize(); t = time.perf_counter(); fn(); torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+# adapter save, checkpoint and merge: a LoRA on every projection, saved as the trainer saves it
+try:
+    from peft import LoraConfig, get_peft_model
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "gate_proj"]
+    lora = get_peft_model(model, LoraConfig(r=16, lora_alpha=64, target_modules=targets))
+    lora_params = {k: p for k, p in lora.named_parameters() if "lora_" in k}
+    lora_bytes = sum(p.numel() for p in lora_params.values()) * 4
+    save_s = timed(lambda: lora.save_pretrained(out / "adapter"))
+    moments = {k: torch.zeros_like(p, dtype=torch.float32) for k, p in lora_params.items()}
+    ckpt_s = timed(lambda: torch.save({"exp_avg": moments, "exp_avg_sq": moments}, out / "optimizer.pt"))
+    merged = lora.merge_and_unload()
+    merge_s = timed(lambda: merged.save_pretrained(out / "merged"))
+    merged_bytes = sum(f.stat().st_size for f in (out / "merged").glob("*.safetensors"))
+    disk_gbps = merged_bytes / merge_s / 1e9
+    print(f"calibration adapter_save: {save_s:.2f} s for {lora_bytes / 1e6:.1f} MB -> "
+          f"plan.throughput.<gpu>.io_fixed_s <= {save_s:.1f}")
+    print(f"calibration checkpoint: {ckpt_s:.2f} s for {2 * lora_bytes / 1e6:.1f} MB of Adam moments")
+    print(f"calibration merge: {merge_s:.2f} s for {merged_bytes / 1e6:.1f} MB -> "
+          f"plan.throughput.<gpu>.disk_gbps: {disk_gbps:.2f}")
+    measured += ["adapter_save", "checkpoint", "merge"]
+    keys.update(io_fixed_s=round(save_s, 2), disk_gbps=round(disk_gbps, 2))
+except Exception as error:  # a calibration that cannot run stays an assumption
+    print(f"calibration adapter_save/checkpoint/merge: not measured ({error!r}); they stay assumptions")
+del model
+torch.cuda.empty_cache()
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # as TRL's colocate mode: the engine in-process
 from vllm import LLM, SamplingParams
-llm = LLM(model=path, dtype="bfloat16", gpu_memory_utilization=0.3, max_model_len=1024, seed=0)
-params = SamplingParams(n=1, temperature=0.8, max_tokens=steps, min_tokens=steps, ignore_eos=True)
-llm.generate([{"prompt_token_ids": prompt}] * n, params, use_tqdm=False)
-t = time.perf_counter(); llm.generate([{"prompt_token_ids": prompt}] * n, params, use_tqdm=False)
-vllm_ms = (time.perf_counter() - t) / steps * 1000
-print(f"measured decode step at batch {n} (a 0.01B model: the per-step overhead): vllm {vllm_ms:.2f} ms, "
-      f"transformers {hf_ms:.2f} ms -> plan.throughput.<gpu>.decode_overhead_ms: "
-      f"{{vllm: {vllm_ms:.1f}, transformers: {hf_ms:.1f}}} (measured: benchmarks/gpu_check.sh)")
+llm = LLM(model=path, dtype="bfloat16", gpu_memory_utilization=0.3, max_model_len=2048, seed=0)
+
+
+def vllm_step_ms(batch, prompt_ids, tokens=steps):
+    params = SamplingParams(n=1, temperature=0.8, max_tokens=tokens, min_tokens=tokens, ignore_eos=True)
+    llm.generate([{"prompt_token_ids": prompt_ids}] * batch, params, use_tqdm=False)
+    t = time.perf_counter()
+    llm.generate([{"prompt_token_ids": prompt_ids}] * batch, params, use_tqdm=False)
+    return (time.perf_counter() - t) / tokens * 1000
+
+
+vllm_ms = vllm_step_ms(n, prompt)
+full_ms = vllm_step_ms(256, prompt)  # a separate evaluation job's max_num_seqs
+print(f"calibration decode_step: at the engine's concurrency {n}: vllm {vllm_ms:.2f} ms, transformers "
+      f"{hf_ms:.2f} ms; vllm at 256 sequences {full_ms:.2f} ms -> plan.throughput.<gpu>.decode_overhead_ms: "
+      f"{{vllm: {vllm_ms:.1f}, transformers: {hf_ms:.1f}}}")
+measured.append("decode_step")
+keys["decode_overhead_ms"] = {"vllm": round(vllm_ms, 1), "transformers": round(hf_ms, 1)}
+# KV read: the same batch after a long prompt; the extra time per step is the read of the longer KV cache
+long_prompt = (prompt * (1 + 1500 // len(prompt)))[:1500]
+long_ms = vllm_step_ms(n, long_prompt, tokens=128)
+extra_bytes = n * kv_per_token * (len(long_prompt) - len(prompt))
+if long_ms > vllm_ms:
+    kv_gbps = extra_bytes / ((long_ms - vllm_ms) / 1000) / 1e9
+    print(f"calibration kv_read: {long_ms - vllm_ms:.3f} ms more a step for {extra_bytes / 1e6:.1f} MB more KV: "
+          f"{kv_gbps:.0f} GB/s effective -> plan.throughput.<gpu>.bandwidth_efficiency = {kv_gbps:.0f} / the "
+          "datasheet bandwidth (a 0.01B model: a lower bound on the bandwidth)")
+    measured.append("kv_read")
+else:
+    print("calibration kv_read: not resolved at this model size (the step is overhead-bound); stays an assumption")
+# weight sync: TRL's colocate sync_weights loads every tensor into the engine, once per generation batch
+try:
+    runner = llm.llm_engine.model_executor.driver_worker.model_runner.model
+    weights = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).cuda()
+    named = list(weights.named_parameters())
+    sync_s = timed(lambda: [runner.load_weights([(name, p.data)]) for name, p in named])
+    print(f"calibration weight_sync: {sync_s * 1000:.1f} ms for {len(named)} tensors -> "
+          f"plan.throughput.<gpu>.sync_per_tensor_ms: {sync_s * 1000 / len(named):.2f}")
+    measured.append("weight_sync")
+    keys["sync_per_tensor_ms"] = round(sync_s * 1000 / len(named), 2)
+except Exception as error:
+    print(f"calibration weight_sync: not measured ({error!r}); stays an assumption")
+shutil.rmtree(out, ignore_errors=True)
+terms = ("decode_step", "kv_read", "weight_sync", "merge", "adapter_save", "checkpoint", "train_mfu", "job_overhead")
+assumed = [term for term in terms if term not in measured]
+print(f"still assumptions: {', '.join(assumed)} (train_mfu and job_overhead need a full-size run)")
+print("plan.throughput.<gpu>: " + json.dumps({**keys, "measured": measured}))
 EOF
 
 if [ "$failed" -ne 0 ]; then

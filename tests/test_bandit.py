@@ -107,6 +107,35 @@ def test_vectorised_map_matches_the_literal_map(refresh, gradient):
             np.testing.assert_allclose(got[i, j], expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("refresh", ["sliding", "periodic"])
+@pytest.mark.parametrize("gradient", ["importance_weighted", "stale"])
+def test_grid_of_the_papers_rewards_matches_per_cell_literal_maps(refresh, gradient):
+    """The grid pass (lumped reward classes, eta folded into the ring, theta_0 prefilled) against Eq. 3 written
+    per cell and per completion, on the default rewards (two classes of equal reward) and mu != 0."""
+    r = np.array(DEFAULT_REWARDS)
+    etas = np.array([0.03, 0.3, 0.6])
+    k_refs = np.array([1, 4, 9, 17]) if refresh == "periodic" else np.array([0, 1, 4, 17])
+    got = bandit.run(r, etas[:, None], 0.8, 1.0, k_refs[None, :], 120, refresh=refresh, gradient=gradient)
+    for i, eta in enumerate(etas):
+        for j, k in enumerate(k_refs):
+            expected = _reference_map(r, eta, 0.8, 1.0, int(k), 120, refresh, gradient)
+            np.testing.assert_allclose(got.p[i, j], expected, rtol=0, atol=1e-12)
+            single = bandit.simulate(r, float(eta), 0.8, 1.0, int(k), 120, refresh=refresh, gradient=gradient)
+            np.testing.assert_allclose(got.p[i, j], single, rtol=0, atol=1e-12)
+    # completions of equal reward keep equal theta, and the spread is the largest theta less the smallest
+    assert np.all(got.theta_final[..., :6] == got.theta_final[..., :1])
+    np.testing.assert_allclose(got.theta_spread, got.theta_final.max(-1) - got.theta_final.min(-1), atol=0)
+
+
+def test_theta_past_the_exp_overflow_matches_the_literal_map():
+    """A step so large that theta passes exp's overflow (~709): the shifted softmax takes over."""
+    r = np.array([0.0, 0.0, 0.2, 1.0])
+    p = bandit.run(r, 4000.0, 0.0, 1.0, 0, 6)
+    assert p.theta_final.max() > 750
+    np.testing.assert_allclose(p.p, _reference_map(r, 4000.0, 0.0, 1.0, 0, 6, "sliding", "importance_weighted"),
+                               rtol=0, atol=1e-12)
+
+
 def test_sliding_k_ref_zero_and_periodic_k_ref_one_are_on_policy():
     r = ONE_HOT
     a = bandit.simulate(r, 0.3, 0.5, 1.0, 0, 80, refresh="sliding")

@@ -24,10 +24,14 @@ VERBS_BEFORE = {
     "figure1", "forecast", "evaluate", "prepare-benchmark", "plan", "table1", "passk-curves", "diagnostics",
     "diagnose", "forecast-summary", "forecast-benchmark", "diagnose-benchmark", "readme",
     "doctor",  # issue 19: the node check before any GPU-hour
+    "prefetch", "evaluate-checkpoint", "join-evaluations",  # issue 19: offline clusters, evaluation jobs
+    "replay", "watch", "live-benchmark",  # issue 20: the run read while it goes
+    "kref-grid",  # issue 25: the K_ref grid chosen from the measured K
+    "job-costs",  # issue 24: where the main job's time goes
 }
 #: Each verb's group; the rest are workflow stages.
-USER_TOOLS = {"diagnose", "forecast", "predict", "plan", "validate", "doctor"}
-BENCHMARKS = {"forecast-benchmark", "diagnose-benchmark"}
+USER_TOOLS = {"diagnose", "forecast", "predict", "plan", "validate", "doctor", "replay", "watch"}
+BENCHMARKS = {"forecast-benchmark", "diagnose-benchmark", "live-benchmark"}
 STEPS = {"bandit": {"calibrate", "sweep", "regime-map", "verdict", "finite-g", "sensitivity"},
          "data": {"synthetic", "suite"}, "readme": {"numbers", "update", "check"}}
 

@@ -50,6 +50,19 @@ VLLM_ENVS = {
     "evaluate-vllm": ("evaluate", {"vllm": "0.31.0", "transformers": "5.17.0", "numpy": "2.3.5"}),
 }
 
+#: CUDA 12 variant (software.cuda: "12") -> (its CUDA 13 env, the pins it changes, the pip options it adds): torch
+#: 2.13.0 from PyTorch's cu129 index and vLLM 0.31.0's +cu129 build instead of PyPI's CUDA 13 wheels, nothing else.
+TORCH_CU12_INDEX = "--extra-index-url https://download.pytorch.org/whl/cu129"
+VLLM_CU12_INDEX = "--extra-index-url https://wheels.vllm.ai/0.31.0/cu129"
+CUDA12_ENVS = {
+    "train-cu12": ("train", {"torch": "2.13.0+cu129"}, [TORCH_CU12_INDEX]),
+    "evaluate-cu12": ("evaluate", {"torch": "2.13.0+cu129"}, [TORCH_CU12_INDEX]),
+    "train-vllm-cu12": ("train-vllm", {"torch": "2.13.0+cu129", "vllm": "0.31.0+cu129"},
+                        [TORCH_CU12_INDEX, VLLM_CU12_INDEX]),
+    "evaluate-vllm-cu12": ("evaluate-vllm", {"torch": "2.13.0+cu129", "vllm": "0.31.0+cu129"},
+                           [TORCH_CU12_INDEX, VLLM_CU12_INDEX]),
+}
+
 #: Pinned in an env but not installed by `make setup` (yet): checked by the resolution test only.
 NOT_IN_TEST_VENV: set[str] = set()
 
@@ -67,7 +80,8 @@ def normalise(name: str) -> str:
 
 @cache
 def env(name: str) -> dict:
-    """``{"python": "3.11", "pins": {dist: version}, "unpinned": [...]}`` of envs/NAME.yaml."""
+    """``{"python": "3.11", "pins": {dist: version}, "options": [pip options], "unpinned": [...]}`` of
+    envs/NAME.yaml (an option is a line starting with ``-``, such as ``--extra-index-url URL``)."""
     spec = yaml.safe_load((ENVS / f"{name}.yaml").read_text())
     python, pip = None, []
     for dep in spec["dependencies"]:
@@ -75,14 +89,17 @@ def env(name: str) -> dict:
             pip += dep.get("pip", [])
         elif str(dep).startswith("python"):
             python = str(dep).split("=", 1)[1].lstrip("=")
-    pins, unpinned = {}, []
+    pins, unpinned, options = {}, [], []
     for line in pip:
+        if line.strip().startswith("-"):
+            options.append(line.strip())
+            continue
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", line.strip())
         if match:
             pins[normalise(match[1])] = match[2]
         else:
             unpinned.append(line)
-    return {"python": python, "pins": pins, "unpinned": unpinned, "pip": pip}
+    return {"python": python, "pins": pins, "unpinned": unpinned, "options": options, "pip": pip}
 
 
 def env_names() -> list[str]:
@@ -335,11 +352,45 @@ def test_vllm_envs_pin_vllm_and_otherwise_match_their_base():
         assert pins == expected, f"envs/{name}.yaml differs from envs/{base}.yaml beyond {changes}"
 
 
+def test_cuda12_variants_differ_from_their_cuda13_env_only_in_the_cuda_builds():
+    """Every GPU env has a CUDA 12 variant whose pins are its own but for torch (and vLLM) built for CUDA 12.9, taken
+    from the wheel indexes it adds; the CUDA 13 envs take everything from PyPI."""
+    gpu_envs = {"train", "train-vllm", "evaluate", "evaluate-vllm"}
+    assert {base for base, _, _ in CUDA12_ENVS.values()} == gpu_envs
+    assert set(env_names()) == {"analysis", "symbolic"} | gpu_envs | set(CUDA12_ENVS)
+    for name, (base, changes, options) in CUDA12_ENVS.items():
+        pins, base_pins = env(name)["pins"], env(base)["pins"]
+        assert pins == {**base_pins, **changes}, f"envs/{name}.yaml differs from envs/{base}.yaml beyond {changes}"
+        assert all(pins[d].split("+")[0] == base_pins[d] and pins[d].endswith("+cu129") for d in changes)
+        assert env(name)["options"] == options and not env(base)["options"]
+        assert env(name)["python"] == env(base)["python"]
+
+
+def test_the_cuda_key_picks_the_gpu_envs():
+    """software.cuda picks the env of every GPU rule: a dry run's conda envs are the CUDA 12 files exactly with "12"."""
+    source = smk_functions()["train_env"] + smk_functions()["evaluate_env"]
+    for name in CUDA12_ENVS:
+        assert f"envs/{name}.yaml" in source, name
+    functions = smk_functions()
+
+    def envs_for(cuda, use_vllm, backend):
+        namespace = {"config": {"software": {"cuda": cuda}, "training": {"use_vllm": use_vllm}, "kref_sweep": {},
+                                "evaluation": {"backend": backend, "resources": {"gpus": 1}}}}
+        for name in ("software_cuda", "train_env", "evaluate_env"):
+            exec(functions[name], namespace)
+        return namespace["train_env"](), namespace["evaluate_env"]()
+
+    assert envs_for("13", False, "hf") == ("../../envs/train.yaml", "../../envs/evaluate.yaml")
+    assert envs_for("12", False, "hf") == ("../../envs/train-cu12.yaml", "../../envs/evaluate-cu12.yaml")
+    assert envs_for("12", True, "vllm") == ("../../envs/train-vllm-cu12.yaml", "../../envs/evaluate-vllm-cu12.yaml")
+    assert envs_for("13", True, "auto") == ("../../envs/train-vllm.yaml", "../../envs/evaluate-vllm.yaml")
+
+
 def test_pins_are_the_versions_the_tests_run_with():
     """Every pin of a non-vLLM env is the installed version here, and a package has one version in all of them."""
     seen: dict[str, tuple[str, str]] = {}
     for name in env_names():
-        if name in VLLM_ENVS:
+        if name in VLLM_ENVS or name in CUDA12_ENVS:
             continue
         for dist, version in env(name)["pins"].items():
             if dist in seen:

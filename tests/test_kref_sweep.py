@@ -88,35 +88,158 @@ def test_sweep_training_realises_k_ref_in_trl_terms(knob):
     assert base["gradient_accumulation_steps"] == 4  # the workflow's own section is not modified
 
 
-def test_run_kref_sweep_end_to_end_on_written_logs(tmp_path):
+def _write_run(folder, reward, eta, k_ref, mu=0.9, optimizer="sgd", effective=None):
     import json
 
     import pandas as pd
 
-    from pgrpo.stages.kref_sweep import run_kref_sweep
+    folder.mkdir(parents=True)
+    frame = {"step": STEPS[: len(reward)], "reward": reward, "importance_sampling_ratio_max": 1.0 + 0.01 * k_ref}
+    if effective is not None:
+        frame["effective_learning_rate"] = effective
+    pd.DataFrame(frame).to_csv(folder / "log.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps({"eta": eta, "mu": mu, "k_ref": k_ref, "optimizer": optimizer}))
 
-    K, mu = 20.0, 0.9
-    logs, metas = [], []
+
+def test_grid_from_a_planted_baseline_then_the_sweep_end_to_end(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from pgrpo.stages.kref_sweep import run_kref_grid, run_kref_sweep
+
+    K, mu, eta = 20.0, 0.9, 1e-4
+    lam = eta * K / ((1 - mu) - K * eta)  # Eq. 14 with Eq. 9's coefficients
     rng = np.random.default_rng(3)
-    for eta, k_ref in ((1e-3, 1), (1e-3, 4), (2e-3, 1)):
-        lam = eta * K / ((1 - mu) - K * eta * k_ref)
-        folder = tmp_path / f"lr{eta:g}_kref{k_ref}"
-        folder.mkdir()
-        reward = 0.8 - 0.6 * np.exp(-lam * (STEPS - 1)) + rng.normal(0, 0.002, STEPS.size)
-        pd.DataFrame({"step": STEPS, "reward": reward, "importance_sampling_ratio_max": 1.0 + 0.01 * k_ref}).to_csv(
-            folder / "log.csv", index=False)
-        (folder / "meta.json").write_text(json.dumps({"eta": eta, "mu": mu, "k_ref": k_ref}))
-        logs.append(str(folder / "log.csv"))
-        metas.append(str(folder / "meta.json"))
+    arm = tmp_path / "sgd"
+    _write_run(arm / "baseline", 0.8 - 0.6 * np.exp(-lam * (STEPS - 1)) + rng.normal(0, 0.01, STEPS.size), eta, 1, mu)
+    sweep = {"grid": {"k_refs": [1, 3, 9], "rows": ["zeta1", "top"], "span": [0.1, 10.0]}, "smoothing": 9}
+    grid = run_kref_grid("sgd", str(arm / "baseline/log.csv"), str(arm / "baseline/meta.json"),
+                         str(arm / "grid.json"), sweep)
+    assert grid["measured"] and grid["stiffness"]["K"] == pytest.approx(K, rel=0.1)
+    assert len(grid["cells"]) == 6 and grid["span"][1] == pytest.approx(10.0, rel=0.02)
+    assert grid["rows"] == ["zeta1", "top"]
+    for cell in grid["cells"]:  # every cell monotone: the table counts them against Theorem 7
+        t = STEPS - 1.0
+        _write_run(arm / cell["run"], 0.8 - 0.6 * np.exp(-t / 20) + rng.normal(0, 0.005, STEPS.size),
+                   cell["learning_rate"], cell["k_ref"], mu)
+    bench = tmp_path / "bench" / "sgd"
+    bench.mkdir(parents=True)
+    (bench / "baseline.tsv").write_text("s\th:m:s\n50\t0:00:50\n")
     out = {name: str(tmp_path / name) for name in ("t.csv", "t.md", "s.json", "f.png")}
-    summary = run_kref_sweep(logs, metas, out["t.csv"], out["t.md"], out["s.json"], out_png=out["f.png"],
-                             smoothing=1)
-    assert summary["baseline"] == "lr0.001_kref1"
-    assert summary["stiffness"]["K"] == pytest.approx(K, rel=0.05)
+    summary = run_kref_sweep([str(arm / "grid.json")], out["t.csv"], out["t.md"], out["s.json"], out_png=out["f.png"],
+                             benchmarks_dir=str(tmp_path / "bench"))
     table = pd.read_csv(out["t.csv"])
-    assert list(table["label"]) == ["monotone"] * 3
-    assert table["k_eta_k_ref"].tolist() == pytest.approx([K * 1e-3, K * 4e-3, K * 2e-3], rel=0.05)
-    assert (tmp_path / "f.png").stat().st_size > 0 and "Agreement with Theorem 7" in (tmp_path / "t.md").read_text()
+    assert list(table["label"]) == ["monotone"] * 6
+    x = table["k_eta_k_ref"].to_numpy() / (1 - mu)
+    assert x.min() < 0.1 + 1e-9 and x.max() == pytest.approx(10.0, rel=0.05)  # brackets the threshold
+    judged = summary["agreement"]["judged"]
+    agree_expected = int(sum(r["predicted"] == "monotone" for r in summary["runs"]))
+    assert judged == 6 and summary["agreement"]["agree"] == agree_expected
+    assert summary["job_seconds"] == 50 and "sgd/baseline" in summary["jobs"]
+    assert json.loads((arm / "summary.json").read_text())["arm"] == "sgd" and (arm / "table.md").exists()
+    text = (tmp_path / "t.md").read_text()
+    assert "Agreement with Theorem 7 (sgd)" in text and "rows: zeta1" in text and "not trained" not in text
+
+
+def test_a_grid_without_its_top_row_says_why():
+    from pgrpo.stages.kref_sweep import _rows_text
+
+    assert "top row is not trained" in _rows_text(["zeta1", "threshold"])
+    assert "not trained" not in _rows_text(["zeta1", "threshold", "top"])
+
+
+def test_a_baseline_that_does_not_rise_stops_the_arm_with_its_reason(tmp_path):
+    from pgrpo.stages.kref_sweep import run_kref_grid, run_kref_sweep
+
+    arm = tmp_path / "adam"
+    rng = np.random.default_rng(5)
+    _write_run(arm / "baseline", 0.3 + rng.normal(0, 0.1, STEPS.size), 5e-4, 1, 0.8, "adam",
+               effective=np.full(STEPS.size, 1e-3))
+    grid = run_kref_grid("adam", str(arm / "baseline/log.csv"), str(arm / "baseline/meta.json"),
+                         str(arm / "grid.json"), {})
+    assert not grid["measured"] and grid["cells"] == [] and grid["message"]
+    assert grid["eta_per_learning_rate"] == pytest.approx(2.0)  # Adam read against its measured step
+    summary = run_kref_sweep([str(arm / "grid.json")], str(tmp_path / "t.csv"), str(tmp_path / "t.md"),
+                             str(tmp_path / "s.json"), out_png=str(tmp_path / "f.png"))
+    assert summary["agreement"] == {"agree": 0, "judged": 0}
+    assert "K could not be measured" in (tmp_path / "t.md").read_text()
+
+
+def test_stiffness_quality_bounds():
+    from pgrpo.fit.kref_sweep import StiffnessEstimate, stiffness_problem
+
+    def est(r2, K, K_se):
+        return StiffnessEstimate("b", K, 0.1, 0.01, 1e-3, 0.8, 1, 0.2, 0.6, r2, "", K_se, 1e-3)
+
+    assert stiffness_problem(est(0.9, 10.0, 2.0)) == ""
+    assert "R²" in stiffness_problem(est(0.7, 10.0, 2.0))
+    assert "relative standard error" in stiffness_problem(est(0.9, 10.0, 3.0))
+
+
+@pytest.mark.parametrize("rows", [("zeta1", "top"), ("zeta1", "threshold", "top"), ("zeta1", "threshold")])
+def test_bracketing_grid_places_zeta1_and_the_threshold_inside(rows):
+    from pgrpo.fit.kref_sweep import bracketing_grid
+
+    K, mu, ladder = 3.0, 0.8, (1, 3, 9)
+    grid = bracketing_grid(K, mu, ladder, (0.1, 10.0), rows)
+    assert len(grid.etas) == len(rows) and list(grid.etas) == sorted(grid.etas)
+    lo, hi = grid.etas[0], grid.etas[-1]
+    # Eq. 10 at the lowest row: zeta >= 1 at K_ref = 1, < 1 at K_ref = 3 (zeta = 1 inside the ladder)
+    assert theory.damping_ratio(lo, mu, K, 1) >= 1 > theory.damping_ratio(lo, mu, K, 3)
+    assert grid.span[0] <= 0.1 + 1e-9
+    if "top" in rows:
+        assert K * hi * 9 == pytest.approx(10 * (1 - mu), rel=0.01)  # the top of the span
+        assert K * hi * 1 > 1 - mu  # every cell of the top row past Prop. 9's threshold (10 > 9)
+    if "threshold" in rows:  # Prop. 9's threshold between K_ref 3 and 9 on its row: x = x* sqrt(9 / 3) at 9
+        mid = grid.etas[1]
+        assert K * mid * 3 < 1 - mu < K * mid * 9
+        assert K * mid * 9 == pytest.approx(math.sqrt(3) * (1 - mu), rel=0.01)
+
+
+def test_bracketing_grid_refuses_an_unknown_or_single_row():
+    from pgrpo.fit.kref_sweep import bracketing_grid
+
+    for rows in (("zeta1",), ("zeta1", "middle")):
+        with pytest.raises(ValueError, match="rows"):
+            bracketing_grid(3.0, 0.8, (1, 3, 9), (0.1, 10.0), rows)
+
+
+def test_adam_effective_step_from_the_optimizer_state():
+    torch = pytest.importorskip("torch")
+    from pgrpo.grpo.effective_step import effective_learning_rate
+
+    p = torch.nn.Parameter(torch.zeros(2))
+    opt = torch.optim.Adam([p], lr=1e-2, betas=(0.8, 0.999), eps=1e-8)
+    p.grad = torch.tensor([3.0, 4.0])
+    opt.step()
+    # after one step v_hat = g^2: (1 - beta1) lr sum(g^2 / |g|) / sum(g^2) = 0.2e-2 (3 + 4) / 25
+    assert effective_learning_rate(opt) == pytest.approx(0.2e-2 * 7 / 25, rel=1e-6)
+    sgd = torch.optim.SGD([p], lr=0.05, momentum=0.8)
+    assert effective_learning_rate(sgd) == 0.05
+
+
+def test_sgd_arm_is_torch_heavy_ball_with_momentum_mu():
+    pytest.importorskip("trl")
+    from pgrpo.grpo.training_config import build_grpo_config, resolve_training, validate_training
+
+    t = validate_training(resolve_training({"optimizer": "sgd", "adam_beta1": 0.8, "max_steps": 4,
+                                            "per_device_train_batch_size": 4}), 4)
+    args = build_grpo_config(t, 4, 0, "/tmp/unused", has_eval=False, cuda=False)
+    assert str(getattr(args.optim, "value", args.optim)) == "sgd" and args.optim_args == "momentum=0.8"
+    from pgrpo.errors import InputError
+
+    with pytest.raises(InputError, match="training.optimizer"):
+        validate_training(resolve_training({"optimizer": "lion"}), 4)
+
+
+def test_arm_section_merges_sweep_arm_and_baseline_overrides():
+    from pgrpo.stages.kref_sweep import arm_sweep_section
+
+    sweep = {"training": {"max_steps": 90, "adam_beta1": 0.8},
+             "arms": {"sgd": {"baseline": {"learning_rate": 0.01, "training": {"max_steps": 160}}}}}
+    assert arm_sweep_section(sweep, "sgd")["training"] == {"max_steps": 90, "adam_beta1": 0.8, "optimizer": "sgd"}
+    assert arm_sweep_section(sweep, "sgd", baseline=True)["training"]["max_steps"] == 160
 
 
 def test_noise_sd_of_white_noise_on_a_trend():
@@ -125,25 +248,3 @@ def test_noise_sd_of_white_noise_on_a_trend():
     rng = np.random.default_rng(7)
     y = np.linspace(0, 1, 20000) + rng.normal(0, 0.05, 20000)
     assert noise_sd(y) == pytest.approx(0.05, rel=0.03)
-
-
-def test_a_sweep_without_a_measurable_k_still_writes_its_outputs(tmp_path):
-    import json
-
-    import pandas as pd
-
-    from pgrpo.stages.kref_sweep import run_kref_sweep
-
-    logs, metas = [], []
-    for k_ref in (1, 2):
-        folder = tmp_path / f"r{k_ref}"
-        folder.mkdir()
-        pd.DataFrame({"step": np.arange(1, 9), "reward": 0.0}).to_csv(folder / "log.csv", index=False)
-        (folder / "meta.json").write_text(json.dumps({"eta": 1e-3, "mu": 0.9, "k_ref": k_ref}))
-        logs.append(str(folder / "log.csv"))
-        metas.append(str(folder / "meta.json"))
-    summary = run_kref_sweep(logs, metas, str(tmp_path / "t.csv"), str(tmp_path / "t.md"), str(tmp_path / "s.json"),
-                             out_png=str(tmp_path / "f.png"))
-    assert math.isnan(summary["stiffness"]["K"])
-    assert "K could not be measured" in (tmp_path / "t.md").read_text()
-    assert (tmp_path / "f.png").stat().st_size > 0

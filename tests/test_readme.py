@@ -538,3 +538,46 @@ def test_the_readme_is_a_screen_whose_links_and_images_resolve(repo_root):
     assert "docs/results/figure1.png" in relative
     missing = [t for t in relative if not (repo_root / t).exists()]
     assert not missing, f"README links to missing files: {missing}"
+
+
+def _live_record(split, rule_set, mode, **values):
+    record = {"split": split, "rule_set": rule_set, "mode": mode, "covered": True, "logs": 6, "failed": 0,
+              "detected": 0, "stopped": 0, "timed": 0, "median_latency": None, "median_latency_reads": None,
+              "median_latency_share": None, "latency_met": None, "healthy": 0, "false_alarms": 0, "false_stops": 0,
+              "false_stop_met": None, "saved_share": None, "reward_lost": None}
+    return {**record, **values}
+
+
+def test_the_live_benchmark_facts_are_its_records_and_a_missing_file_is_named(tmp_path):
+    """Hand-made records of one split: ours detects 3 of 4 degenerate runs (latency +20 steps, 0.8 reads, 5% of the
+    run: target met) with 1 false stop in 5 healthy runs (0.2 > 0.1: not met); the toolkit has no rule for it."""
+    from pgrpo.diagnose.modes.record import MODES
+
+    records = []
+    for rule_set in ("ours", "toolkit"):
+        for mode in MODES:
+            if mode == "degeneracy" and rule_set == "ours":
+                records.append(_live_record("holdout", rule_set, mode, failed=4, detected=3, stopped=3, timed=4,
+                                            median_latency=20.0, median_latency_reads=0.8,
+                                            median_latency_share=0.05, latency_met=True, healthy=5,
+                                            false_alarms=2, false_stops=1, false_stop_met=False, saved_share=0.5,
+                                            reward_lost=0.12))
+            else:
+                records.append(_live_record("holdout", rule_set, mode, covered=rule_set == "ours"))
+        records.append(_live_record("holdout", rule_set, "all", failed=4, detected=3, median_latency_share=0.05,
+                                    healthy=2, false_stops=0, false_stop_met=True, saved_share=0.25))
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"settings": {"every": 10, "forecast_every": 3, "ms_per_read": {"ours": 200.0}},
+                                "logs_per_split": {"holdout": 6}, "records": records}))
+    facts = collect_facts(live_benchmark_json=str(path))
+    assert facts["missing"] == [] and len(facts["live_benchmark"]["records"]) == 2 * (len(MODES) + 1)
+    assert "ms_per_read" not in json.dumps(facts["live_benchmark"])  # the wall clock is not a fact
+    page = render_benchmarks_page(facts, "results")
+    assert "## Live benchmark" in page and "over 6 holdout logs" in page
+    assert "| degeneracy | ours | 3/4 | +20 · +0.8 · +5% | met | 2/5 | 1/5 | **not met** | 50% | +0.12 |" in page
+    assert "| degeneracy | toolkit | 0/0 · n/a | n/a |" in page
+    assert "| holdout | ours | 1/1 | 0/1 | 3/4 | +5% | 0/2 | met | 25% |" in page
+
+    absent = collect_facts(live_benchmark_json=str(tmp_path / "nope.json"))
+    assert absent["live_benchmark"] is None and any("live benchmark" in m for m in absent["missing"])
+    assert "## Live benchmark\n\nMade by" in render_benchmarks_page(absent, "results")

@@ -5,7 +5,9 @@ The end-to-end test (marked ``slurm`` and ``slow``, so ``make test`` runs it and
 Debian's ``slurmctld slurmd slurm-client munge`` when they are missing, starts munged, slurmctld and slurmd on
 localhost (tests/slurm/local_cluster.py), runs a small target of the embedded default through the shipped profile
 with tests/slurm/profile.yaml layered over it, reads every sbatch line and ``scontrol show job``, cancels the
-training job mid-run and gives its second attempt a one-minute limit. It skips only where SLURM cannot be had.
+training job mid-run, sends its second attempt the time-limit signal during start-up and its third in the middle of
+an evaluation (each moment observed, not timed: the same run on a slow machine as on a fast one), and checks that
+no step and no evaluation is lost. It skips only where SLURM cannot be had.
 """
 
 from __future__ import annotations
@@ -141,11 +143,14 @@ def test_paper_grid_asks_slurm_for_what_each_job_needs(repo_root, tmp_path, pape
     from pgrpo.stages.plan import build_plan
 
     grid = build_plan(load_config(repo_root / "config" / "paper.yaml"))
-    planned = {}  # first output of each job -> the runtime the plan gives it
+    planned, leads = {}, {}  # first output of each job -> the runtime and the signal lead the plan gives it
     for job in grid.jobs:
         kind, rest = job.job.split("/", 1)
-        first = (f"results/train/{rest}/log.csv" if kind == "train" else f"results/evaluate/{rest}.json")
+        if kind == "train_eval":  # eval_mode: checkpoints: the run's evaluation jobs, one row for all
+            continue
+        first = (f"results/train/{rest}/train_log.csv" if kind == "train" else f"results/evaluate/{rest}.json")
         planned[first] = job.runtime_min
+        leads[first] = job.signal_lead_s
     for rule, section in (("train", paper_training), ("evaluate", paper_evaluation)):
         for job in by_rule[rule]:
             resources = job["resources"]
@@ -160,9 +165,16 @@ def test_paper_grid_asks_slurm_for_what_each_job_needs(repo_root, tmp_path, pape
                 assert resources["runtime"] == str(section["runtime_min"])
     for job in by_rule["train"]:
         assert job["resources"]["mem_mb"] == str(paper_training["mem_mb"])
-        assert job["resources"]["slurm_extra"].startswith("--signal=URG@")
+        assert job["resources"]["slurm_extra"] == f"--signal=URG@{leads[job['output'][0]]}"  # the plan's lead
+    # eval_mode: checkpoints: every run's evaluation steps as GPU jobs of their own, joined into log.csv on the CPU
+    steps_per_run = {}
+    for job in by_rule["evaluate_checkpoint"]:
+        assert job["resources"]["slurm_partition"] == "gpu" and job["resources"]["gpu"] == "1", job["resources"]
+        run = job["output"][0].rsplit("/evals/", 1)[0]
+        steps_per_run[run] = steps_per_run.get(run, 0) + 1
+    assert len(steps_per_run) == 12 and len(by_rule["join_evaluations"]) == 12
     for rule, rule_jobs in by_rule.items():
-        if rule not in ("train", "evaluate"):
+        if rule not in ("train", "evaluate", "evaluate_checkpoint"):
             for job in rule_jobs:
                 assert job["resources"].get("slurm_partition") == "cpu", (rule, job["resources"])
                 assert "gpu" not in job["resources"], rule
@@ -334,6 +346,23 @@ def running_train_job() -> str | None:
     return None
 
 
+def trainer_holds_the_handler(jobid: str) -> bool:
+    """Whether a process of the job is `python -m pgrpo train` with the time-limit signal's handler installed
+    (/proc/PID/status SigCgt; `scontrol listpids` names the job's processes on this node)."""
+    out = subprocess.run(["scontrol", "listpids", jobid], capture_output=True, text=True, timeout=30).stdout
+    for line in out.splitlines()[1:]:
+        pid = line.split()[0]
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        caught = next((int(l.split()[1], 16) for l in status.splitlines() if l.startswith("SigCgt:")), 0)
+        if "-m pgrpo train" in cmdline and caught >> (int(CHECKPOINT_SIGNAL) - 1) & 1:
+            return True
+    return False
+
+
 def sbatch_lines(text: str) -> list[str]:
     return [line.split("sbatch call: ", 1)[1] for line in text.splitlines() if "sbatch call: " in line]
 
@@ -361,32 +390,52 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     run_dir = work / "results" / "train" / "tiny" / "G4" / "seed1"
     train_log = work / "logs" / "train" / "tiny" / "G4" / "seed1.log"
     snakemake_out = tmp_path / "snakemake.out"
-    command = ["timeout", "-k", "30", "900", snakemake_bin(repo_root), *targets, "--profile", str(profile),
+    command = ["timeout", "-k", "30", "1500", snakemake_bin(repo_root), *targets, "--profile", str(profile),
                "--verbose", "--configfile", "slurm-test.yaml"]
 
     started = time.monotonic()
     with open(snakemake_out, "w") as out:
         process = subprocess.Popen(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
-        cancelled, cancel_step, messages = None, None, []
+        # attempt 1 is cancelled once it has a checkpoint; attempt 2 gets the time-limit signal during its start-up
+        # (once its trainer process holds the handler, before it has loaded anything), attempt 3 in the middle of an
+        # evaluation; attempt 4 finishes. Each moment is observed, not timed, so a slow machine sees the same run.
+        seen, messages, signalled_at = [], [], {}
+        cancel_step = None
         while process.poll() is None:
-            time.sleep(0.5)
-            if train_log.exists():  # each attempt rewrites the rule's log: keep its resume and signal lines
-                for line in train_log.read_text(errors="replace").replace("\r", "\n").splitlines():
-                    if line.startswith("pgrpo train:") and line not in messages:
+            time.sleep(0.2)
+            if train_log.exists():  # each attempt rewrites the rule's log: keep its resume, eval and signal lines
+                text = train_log.read_text(errors="replace").replace("\r", "\n")
+                for line in text.splitlines():
+                    if line.startswith(("pgrpo train:", "pgrpo:")) and line not in messages:
                         messages.append(line)
-            if cancelled is None:
+            else:
+                text = ""
+            jobid = running_train_job()
+            if jobid is None:
+                continue
+            if jobid not in seen:
+                seen.append(jobid)
+            attempt = seen.index(jobid) + 1
+            if attempt in signalled_at:
+                continue
+            if attempt == 1:
                 found = last_complete_checkpoint(run_dir / "checkpoints")
-                jobid = running_train_job()
-                if found and found[1] >= 20 and jobid:
+                if found and found[1] >= 20:
                     subprocess.run(["scancel", jobid], check=True, timeout=30)
-                    cancelled, cancel_step = jobid, found[1]
-            if time.monotonic() - started > 960:
+                    signalled_at[1], cancel_step = "cancel", found[1]
+            elif attempt == 2 and trainer_holds_the_handler(jobid) and "resuming from" not in text:
+                subprocess.run(["scancel", "--signal=URG", jobid], check=True, timeout=30)
+                signalled_at[2] = "start-up"
+            elif attempt == 3 and re.search(r"resuming from .*\n(.*\n)*.*evaluating at step \d+", text):
+                subprocess.run(["scancel", "--signal=URG", jobid], check=True, timeout=30)
+                signalled_at[3] = "evaluation"
+            if time.monotonic() - started > 1500:
                 process.kill()
     elapsed = time.monotonic() - started
     text = snakemake_out.read_text(errors="replace")
     print(f"SLURM start-up {slurm_cluster.startup_s:.1f} s, snakemake --profile slurm {elapsed:.0f} s")
     assert process.returncode == 0, text[-6000:] + slurm_cluster.logs()
-    assert cancelled, "the training job was never seen running with a checkpoint"
+    assert signalled_at == {1: "cancel", 2: "start-up", 3: "evaluation"}, (signalled_at, messages)
 
     # every job went through sbatch with the partition, gres and CPUs the profile and the config say
     lines = sbatch_lines(text)
@@ -405,16 +454,22 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
             assert option(line, "--cpus-per-task") == str(threads.get(rule, 1)), line
             assert option(line, "--gpus") == ("1" if rule in ("train", "evaluate") else None), line
             assert "--ntasks-per-gpu" not in line
-    assert len(by_rule["train"]) == 3  # cancelled, stopped at the time limit, finished
-    assert [option(line, "-t") for line in by_rule["train"]] == ["10", "1", "10"]
-    assert all(option(line, "--signal") == "URG@40" for line in by_rule["train"])
+    assert len(by_rule["train"]) == 4  # cancelled, signalled in start-up, signalled in an evaluation, finished
+    from pgrpo.config import load_config
+    from pgrpo.stages.plan import build_plan
+
+    lead = build_plan(load_config(work / "slurm-test.yaml")).job("train/tiny/G4/seed1").signal_lead_s
+    runtime = config["training"]["resources"]["runtime_min"]
+    assert all(option(line, "-t") == str(runtime) for line in by_rule["train"])
+    assert 0 < lead < 60 * runtime // 2
+    assert all(option(line, "--signal") == f"URG@{lead}" for line in by_rule["train"])  # the plan's lead
     assert option(by_rule["train"][0], "--mem") == str(config["training"]["resources"]["mem_mb"])
 
     jobs = scontrol_jobs()
     train_ids = sorted((jid for jid, job in jobs.items() if job.get("Comment", "").startswith("rule_train")), key=int)
-    assert len(train_ids) == 3 and train_ids[0] == cancelled
+    assert train_ids == seen
     states = [jobs[jid]["JobState"] for jid in train_ids]
-    assert states == ["CANCELLED", "FAILED", "COMPLETED"], states  # FAILED: exit 75 after the signal, not TIMEOUT
+    assert states == ["CANCELLED", "FAILED", "FAILED", "COMPLETED"], states  # FAILED: exit 75, not TIMEOUT
     for job in jobs.values():
         rule = job.get("Comment", "").split("_wildcards_")[0][len("rule_"):]
         if rule in ("train", "evaluate"):
@@ -423,15 +478,24 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     assert sorted(p.name for p in (work / ".snakemake" / "slurm_logs" / "rule_train" / "tiny_4_1").glob("*.log")) \
         == sorted(f"{jid}.log" for jid in train_ids)
 
-    # the retries resumed: attempt 2 from the checkpoint before the cancel, attempt 3 from the signal's checkpoint
+    # attempt 2 exited during start-up with nothing to save; attempt 3 resumed from the checkpoint before the
+    # cancel, was stopped in the evaluation of a step and saved that step; attempt 4 resumed there and evaluated it
+    startup = [m for m in messages if "during start-up" in m]
+    assert len(startup) == 1 and "exiting with 75 at once" in startup[0], messages
     resumes = [int(m) for line in messages for m in re.findall(r"resuming from .*\(step (\d+)\)", line)]
-    signalled = [int(m) for line in messages for m in re.findall(r"SIGURG .*checkpoint saved at step (\d+)", line)]
-    assert len(resumes) == 2 and len(signalled) == 1, messages
-    assert 20 <= resumes[0] and resumes[0] >= cancel_step and resumes[1] == signalled[0] > resumes[0], messages
+    in_eval = [(int(a), int(b)) for line in messages
+               for a, b in re.findall(r"during the evaluation at step (\d+): checkpoint saved at step (\d+)", line)]
+    assert len(resumes) == 2 and len(in_eval) == 1, messages
+    (evaluated_step, saved_step), = in_eval
+    assert evaluated_step == saved_step and evaluated_step % config["training"]["eval_steps"] == 0
+    assert cancel_step <= resumes[0] < saved_step == resumes[1], messages
     log = pd.read_csv(run_dir / "log.csv")
     assert list(log["step"]) == list(range(1, config["training"]["max_steps"] + 1))  # every step once
+    eval_steps = config["training"]["eval_steps"]
+    assert list(log.dropna(subset=["eval_accuracy"])["step"]) == list(
+        range(eval_steps, config["training"]["max_steps"] + 1, eval_steps))  # every evaluation once, none lost
     meta = json.loads((run_dir / "meta.json").read_text())
-    assert meta["resumed_from_step"] == signalled[0] and meta["device"] == "cpu"
+    assert meta["resumed_from_step"] == saved_step and meta["device"] == "cpu"
 
     # and the outputs are right
     results = work / "results"

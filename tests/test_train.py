@@ -496,15 +496,22 @@ def test_a_bookkeeping_key_leaves_the_trajectory_and_the_fingerprint(key, fixtur
 
 
 @pytest.mark.slow
-def test_eval_steps_moves_the_trajectory_so_it_is_no_bookkeeping_key(fixture_model, bookkeeping_baseline, tmp_path):
-    """The measurement behind leaving ``eval_steps`` out of BOOKKEEPING_KEYS: TRL's evaluation samples from the
-    training RNG, so another cadence draws other training completions after the first evaluation (step 3)."""
+def test_the_evaluation_has_its_own_generator_so_its_cadence_leaves_training_alone(fixture_model,
+                                                                                  bookkeeping_baseline, tmp_path):
+    """The evaluation samples from its own seeded generator (``evaluation_seed``), never from the training's: another
+    cadence (every 2 steps instead of 3) leaves every training column as it was, and the step both evaluate (6)
+    reads the same. ``eval_steps`` stays out of BOOKKEEPING_KEYS all the same: the eval rows are the train job's
+    output in ``eval_mode: inline``, and which adapters it saves in ``checkpoints`` mode."""
     run_fixture(fixture_model, tmp_path, small_training(eval_steps=2))
     log = trajectory_rows(tmp_path / "log.csv").set_index("step")
     baseline = bookkeeping_baseline.set_index("step")
     assert "eval_steps" not in BOOKKEEPING_KEYS
-    assert log.loc[1, "reward"] == baseline.loc[1, "reward"]  # before any evaluation: the same draws
-    assert not log["entropy"].equals(baseline["entropy"])  # after one: other draws
+    train_columns = [c for c in baseline.columns if not c.startswith("eval_")]
+    pd.testing.assert_frame_equal(log[train_columns], baseline[train_columns], check_exact=True)
+    evaluated = lambda frame: frame.dropna(subset=["eval_accuracy"]).index.tolist()  # noqa: E731
+    assert (evaluated(log), evaluated(baseline)) == ([2, 4, 6], [3, 6])
+    eval_columns = [c for c in baseline.columns if c.startswith("eval_")]
+    pd.testing.assert_series_equal(log.loc[6, eval_columns], baseline.loc[6, eval_columns], check_exact=True)
 
 
 def test_resume_keeps_the_refresh_schedule(fixture_model, tmp_path):

@@ -351,7 +351,7 @@ def plan_reference() -> str:
 
     config_path = ROOT / "config" / "paper.yaml"
     plan = build_plan(load_config(config_path))
-    text = plan_markdown(plan.jobs, plan.settings)
+    text = plan_markdown(plan)  # both eval modes side by side, the fits check, the measured terms
     text = re.sub(r"^(\w[\w ]* jobs \(\d+\))$", r"# \1", text, flags=re.MULTILINE)  # a heading per table (demoted below)
     return "\n".join([
         "# The paper grid's plan",

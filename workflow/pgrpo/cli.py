@@ -24,13 +24,17 @@ from pgrpo.stages.commands import bandit as bandit_commands
 from pgrpo.stages.commands import diagnose as diagnose_commands
 from pgrpo.stages.commands import diagnose_benchmark as diagnose_benchmark_commands
 from pgrpo.stages.commands import doctor as doctor_commands
+from pgrpo.stages.commands import eval_checkpoints as eval_checkpoints_commands
 from pgrpo.stages.commands import evaluate as evaluate_commands
 from pgrpo.stages.commands import fit as fit_commands
 from pgrpo.stages.commands import forecast_benchmark as forecast_benchmark_commands
+from pgrpo.stages.commands import job_costs as job_costs_commands
 from pgrpo.stages.commands import kref_sweep as kref_sweep_commands
+from pgrpo.stages.commands import live as live_commands
 from pgrpo.stages.commands import model as model_commands
 from pgrpo.stages.commands import plan as plan_commands
 from pgrpo.stages.commands import predict as predict_commands
+from pgrpo.stages.commands import prefetch as prefetch_commands
 from pgrpo.stages.commands import prepare as prepare_commands
 from pgrpo.stages.commands import readme as readme_commands
 from pgrpo.stages.commands import symbolic as symbolic_commands
@@ -39,9 +43,12 @@ from pgrpo.stages.commands import train as train_commands
 #: The command modules, in the order their verbs are shown within a group: the workflow's stages in the order its
 #: rules run, the user's tools on a run's log, then on a configuration.
 COMMAND_MODULES = (
-    symbolic_commands, bandit_commands, model_commands, train_commands, kref_sweep_commands, aggregate_commands,
-    fit_commands, prepare_commands, evaluate_commands, diagnose_commands, readme_commands,
-    forecast_benchmark_commands, diagnose_benchmark_commands, predict_commands, plan_commands, doctor_commands,
+    symbolic_commands, bandit_commands, prefetch_commands, model_commands, train_commands, eval_checkpoints_commands,
+    kref_sweep_commands,
+    aggregate_commands,
+    fit_commands, prepare_commands, evaluate_commands, diagnose_commands, live_commands, readme_commands,
+    forecast_benchmark_commands, diagnose_benchmark_commands, job_costs_commands, predict_commands, plan_commands,
+    doctor_commands,
 )
 
 DESCRIPTION = "Predictable GRPO: closed-form dynamics, exact bandit, GRPO training, fits, forecasts."

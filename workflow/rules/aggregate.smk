@@ -19,6 +19,6 @@ rule aggregate_seeds:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo aggregate {input} --out {output} > {log} 2>&1"

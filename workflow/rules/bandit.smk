@@ -12,7 +12,7 @@ rule bandit_calibrate:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         bandit=as_json("bandit"),
     shell:
@@ -39,7 +39,7 @@ rule bandit_sweep:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         bandit=as_json("bandit"),
     shell:
@@ -69,7 +69,7 @@ rule bandit_regime_map:
         "../../envs/analysis.yaml"
     resources:
         runtime=20,
-        mem_mb=4000,
+        mem_mb=attempt_mem(4000),
     params:
         bandit=as_json("bandit"),
     shell:
@@ -103,7 +103,7 @@ rule bandit_verdict:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         bandit=as_json("bandit"),
     shell:
@@ -122,7 +122,7 @@ rule bandit_sensitivity:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         bandit=as_json("bandit"),
     shell:
@@ -156,7 +156,7 @@ rule bandit_finite_g:
         "../../envs/analysis.yaml"
     resources:
         runtime=30,
-        mem_mb=4000,
+        mem_mb=attempt_mem(4000),
     params:
         bandit=as_json("bandit"),
     shell:

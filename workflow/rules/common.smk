@@ -110,15 +110,129 @@ def run_dir(model, G, seed):
     return f"results/train/{model}/G{G}/seed{seed}"
 
 
+# training.eval_mode: checkpoints (pgrpo.grpo.eval_checkpoints): the training job saves the adapter at each
+# evaluation step and writes train_log.csv; rule evaluate_checkpoint scores each step; join_evaluations writes log.csv
+def evaluation_in_jobs():
+    from pgrpo.grpo.eval_checkpoints import evaluates_in_jobs
+
+    return evaluates_in_jobs(
+        config["training"], bool((config.get("data") or {}).get("eval"))
+    )
+
+
+EVAL_IN_JOBS = evaluation_in_jobs()
+
+
+def train_log_output():
+    """Rule train's log: log.csv, or train_log.csv when its evaluation runs in jobs of its own."""
+    name = "train_log.csv" if EVAL_IN_JOBS else "log.csv"
+    return f"results/train/{{model}}/G{{G}}/seed{{seed}}/{name}"
+
+
+def run_evaluation_steps(wildcards):
+    """The steps a run is evaluated at (transformers' schedule): from max_steps, or the plan's steps."""
+    from pgrpo.grpo.eval_checkpoints import evaluation_steps
+
+    training = config["training"]
+    total = int(training.get("max_steps") or 0)
+    if total <= 0:
+        total = planned_job(train_job(wildcards)).steps
+    return evaluation_steps(
+        training.get("eval_steps"), total, bool(training.get("eval_on_start"))
+    )
+
+
+def run_evaluations(wildcards):
+    directory = run_dir(wildcards.model, wildcards.G, wildcards.seed)
+    return [f"{directory}/evals/step{s}.json" for s in run_evaluation_steps(wildcards)]
+
+
+def eval_job_runtime(wildcards, attempt):
+    """An evaluation job's minutes: the plan's (runtime_min auto) or the evaluation section's; grows per attempt."""
+    name = f"train_eval/{wildcards.model}/G{wildcards.G}/seed{wildcards.seed}"
+    value = config["training"]["resources"]["runtime_min"]
+    base = planned_job(name).runtime_min if value == "auto" else int(value)
+    return attempt_runtime(
+        base,
+        attempt,
+        retry_settings()["eval_runtime_factor"],
+        (config.get("plan") or {}).get("partition_limit_min"),
+    )
+
+
+def train_signal_extra(wildcards):
+    """`--signal=URG@<lead>` of a training job, the lead from the plan (a checkpoint, the longest evaluation the job
+    can be in, a margin); the profile's slurm_extra for rule train, where set, replaces it.
+    """
+    lead = planned_job(train_job(wildcards)).signal_lead_s or 900
+    # a runtime_min set by hand below the lead would be signalled at once: then half the job's time
+    runtime_s = 60 * job_runtime("training", train_job(wildcards))
+    return f"--signal=URG@{int(min(lead, runtime_s // 2))}"
+
+
 def model_spec(name):
     """The model's spec with its name; a path set in the config overrides the hub id."""
     return {"name": name, **config["models"][name]}
 
 
 def model_inputs(wildcards):
-    """A model built by this workflow (build_tiny) or given by local path is an input; a hub id is not."""
+    """A model built by this workflow (build_tiny) or given by local path is an input; a hub id is not (on an offline
+    cluster the prefetch manifest is: prefetch_inputs)."""
     spec = config["models"][wildcards.model]
-    return [spec["path"]] if spec.get("path") else []
+    return ([spec["path"]] if spec.get("path") else []) + prefetch_inputs()
+
+
+# Offline compute nodes (cluster.offline, workflow/rules/prefetch.smk): rule prefetch fetches every model and dataset
+# into cluster.hf_home on the login node; every job that loads one takes its manifest as an input and runs with
+# HF_HOME set and the hub offline (hub_env, in the shell commands a dry run prints).
+PREFETCH_MANIFEST = "results/prefetch/manifest.json"
+
+
+def cluster_settings():
+    return {"offline": False, "hf_home": None, **(config.get("cluster") or {})}
+
+
+def cluster_offline():
+    return bool(cluster_settings()["offline"])
+
+
+def hub_home():
+    """cluster.hf_home as an absolute path (~ and $VARS expanded here, on the login node), or None."""
+    import os
+
+    value = cluster_settings()["hf_home"]
+    if not value:
+        if cluster_offline():
+            sys.exit(
+                "cluster.offline: true needs cluster.hf_home (the cache the login node fills and the jobs read)"
+            )
+        return None
+    return str(Path(os.path.expandvars(os.path.expanduser(value))).absolute())
+
+
+def hub_env(offline=None):
+    """`HF_HOME=... HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 ` of a job ("" without cluster settings); ``offline``
+    False: the cache only (a job on the login node, which fetches)."""
+    offline = cluster_offline() if offline is None else offline
+    home = hub_home()
+    env = f"HF_HOME={shlex.quote(home)} " if home else ""
+    if offline:
+        env += "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 "
+    elif home and cluster_offline():
+        env += "HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 "
+    return env
+
+
+def prefetch_items():
+    """Every model and data set of the config that prefetch fetches (pgrpo.stages.prefetch.prefetch_items)."""
+    from pgrpo.stages.prefetch import prefetch_items as items_of
+
+    return items_of(config)
+
+
+def prefetch_inputs():
+    """The prefetch manifest on an offline cluster, as ancient: a later prefetch (a model added) re-runs no job."""
+    return [ancient(PREFETCH_MANIFEST)] if cluster_offline() else []
 
 
 def data_inputs(wildcards=None):
@@ -191,6 +305,7 @@ def all_targets():
         DIAGNOSE_BENCHMARK_LABELS
     ).is_file():  # a checkout with benchmarks/ (a copied workflow may lack it)
         targets.append("results/diagnose_benchmark/table.md")
+        targets.append("results/live_benchmark/table.md")
     if config["kref_sweep"].get("enabled"):
         targets.append("results/kref_sweep/table.md")
     return targets
@@ -241,19 +356,49 @@ def kref_sweep_model():
 def kref_sweep_model_inputs():
     """The sweep's model as an input when the workflow builds it or it is a local path (as model_inputs)."""
     spec = config["models"][kref_sweep_model()]
-    return [spec["path"]] if spec.get("path") else []
+    return ([spec["path"]] if spec.get("path") else []) + prefetch_inputs()
 
 
-def kref_sweep_runs():
-    """(learning rate as written in paths, K_ref) of every sweep run; none when the sweep is disabled."""
+def kref_sweep_arms():
+    """The sweep's optimizer arms (sgd, the primary, first); none when the sweep is disabled."""
     sweep = config["kref_sweep"]
     if not sweep.get("enabled"):
         return []
-    return [(f"{lr:g}", k) for lr in sweep["learning_rates"] for k in sweep["k_refs"]]
+    return sorted(sweep.get("arms") or {}, key=lambda arm: arm != "sgd")
 
 
-def kref_run_dir(lr, k_ref):
-    return f"results/kref_sweep/runs/lr{lr}_kref{k_ref}"
+def kref_arm_sweep_json(wildcards):
+    """The kref_sweep section one run of the arm trains with (pgrpo.stages.kref_sweep.arm_sweep_section)."""
+    from pgrpo.stages.kref_sweep import arm_sweep_section
+
+    section = arm_sweep_section(
+        config["kref_sweep"], wildcards.arm, baseline=wildcards.run == "baseline"
+    )
+    return json.dumps(section, sort_keys=True)
+
+
+def kref_run_args(wildcards):
+    """`--eta LR --k-ref K` of a run: the arm's baseline learning rate at K_ref = 1, or the grid cell's."""
+    if wildcards.run == "baseline":
+        lr = config["kref_sweep"]["arms"][wildcards.arm]["baseline"]["learning_rate"]
+        return f"--eta {lr!r} --k-ref 1"
+    lr, k_ref = wildcards.run[2:].split("_kref")
+    return f"--eta {lr} --k-ref {k_ref}"
+
+
+def kref_grid_logs(wildcards):
+    """Every arm's grid runs (log.csv, meta.json), as its checkpoint kref_grid chose them from the measured K."""
+    paths = []
+    for arm in kref_sweep_arms():
+        grid = checkpoints.kref_grid.get(arm=arm).output[0]
+        with open(grid) as handle:
+            cells = json.load(handle)["cells"]
+        for cell in cells:
+            paths += [
+                f"results/kref_sweep/{arm}/{cell['run']}/{name}"
+                for name in ("log.csv", "meta.json")
+            ]
+    return paths
 
 
 # The plan (pgrpo plan): the runtime a job asks for when its resources say runtime_min: auto
@@ -350,6 +495,7 @@ def readme_inputs(wildcards):
     }
     if Path(DIAGNOSE_BENCHMARK_LABELS).is_file():
         inputs["diagnose_benchmark"] = "results/diagnose_benchmark/summary.csv"
+        inputs["live_benchmark"] = "results/live_benchmark/summary.json"
     if runs():
         inputs["fits"] = [f"results/fit/{m}/fits.json" for m in config["models"]]
         inputs["diagnostics"] = "results/diagnostics/verdicts.json"
@@ -387,14 +533,25 @@ def training_mem_mb():
 
 
 # Conda envs: vLLM 0.31 needs transformers < 5.18 and numpy < 2.4, so the rules that generate with vLLM take envs of
-# their own (envs/*-vllm.yaml, tests/test_envs.py resolves every env)
+# their own (envs/*-vllm.yaml, tests/test_envs.py resolves every env). software.cuda: "12" takes the CUDA 12 variant
+# of each GPU env (envs/*-cu12.yaml: torch and vLLM built for CUDA 12.9) for nodes whose driver is older than 580.
+def software_cuda():
+    """The CUDA major version the GPU envs are built for (software.cuda, "13" by default)."""
+    return str((config.get("software") or {}).get("cuda", "13"))
+
+
 def train_env(section="training"):
     use_vllm = config["training"].get("use_vllm", False)
     if section == "kref_sweep":
         use_vllm = (config["kref_sweep"].get("training") or {}).get(
             "use_vllm", use_vllm
         )
-    return "../../envs/train-vllm.yaml" if use_vllm else "../../envs/train.yaml"
+    return {
+        ("13", False): "../../envs/train.yaml",
+        ("13", True): "../../envs/train-vllm.yaml",
+        ("12", False): "../../envs/train-cu12.yaml",
+        ("12", True): "../../envs/train-vllm-cu12.yaml",
+    }[(software_cuda(), bool(use_vllm))]
 
 
 def evaluate_env():
@@ -402,7 +559,12 @@ def evaluate_env():
     backend = evaluation.get("backend", "auto")
     gpus = int((evaluation.get("resources") or {}).get("gpus") or 0)
     uses_vllm = backend == "vllm" or (backend == "auto" and gpus > 0)
-    return "../../envs/evaluate-vllm.yaml" if uses_vllm else "../../envs/evaluate.yaml"
+    return {
+        ("13", False): "../../envs/evaluate.yaml",
+        ("13", True): "../../envs/evaluate-vllm.yaml",
+        ("12", False): "../../envs/evaluate-cu12.yaml",
+        ("12", True): "../../envs/evaluate-vllm-cu12.yaml",
+    }[(software_cuda(), bool(uses_vllm))]
 
 
 # Before any GPU-hour (issue 19): every GPU job starts with `pgrpo doctor` on its own sections, and a job whose
@@ -472,13 +634,15 @@ def model_bytes_env(spec):
 
 def gpu_prelude(section, rule_name, log, doctor_args, env=""):
     """The shell prefix of a GPU job: the exit-2 guard, `pgrpo doctor` on the job's sections (its report in
-    LOG.doctor) and ``env``; "" when ``section`` asks for no GPU."""
+    LOG.doctor; the driver against software.cuda) and ``env``, with the offline cluster's HF_HOME (hub_env); only
+    hub_env when ``section`` asks for no GPU."""
     if not int(config[section]["resources"]["gpus"] or 0):
-        return ""
+        return hub_env()
     marker = f"{INPUT_ERRORS}/{Path(log).relative_to('logs').with_suffix('')}"
     guard = input_error_guard(marker, [log, f"{log}.doctor"], f"rule {rule_name}")
-    args = " ".join(shlex.quote(a) for a in doctor_args)
-    return f"{guard}PYTHONPATH=workflow python -m pgrpo doctor {args} > {log}.doctor 2>&1 && {env}"
+    args = " ".join(shlex.quote(a) for a in [*doctor_args, "--cuda", software_cuda()])
+    # the doctor checks the cache the job reads, offline as the job is
+    return f"{guard}{hub_env()}PYTHONPATH=workflow python -m pgrpo doctor {args} > {log}.doctor 2>&1 && {hub_env()}{env}"
 
 
 def train_prelude(wildcards):
@@ -506,8 +670,14 @@ def train_doctor(spec, rule_name, log):
     )
 
 
+def evaluate_checkpoint_prelude(wildcards):
+    w = wildcards
+    log = f"logs/train/{w.model}/G{w.G}/seed{w.seed}/evals/step{w.step}.log"
+    return train_doctor(model_spec(w.model), "evaluate_checkpoint", log)
+
+
 def kref_train_prelude(wildcards):
-    log = f"logs/kref_sweep/lr{wildcards.lr}_kref{wildcards.kref}.log"
+    log = f"logs/kref_sweep/{wildcards.arm}/{wildcards.run}.log"
     return train_doctor(model_spec(kref_sweep_model()), "kref_train", log)
 
 

@@ -51,7 +51,7 @@ rule diagnostics:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         diagnostics=as_json("diagnostics"),
     shell:
@@ -64,6 +64,8 @@ rule diagnostics:
 rule diagnose_benchmark:
     input:
         labels=DIAGNOSE_BENCHMARK_LABELS,
+        # the labels of oscillation, length_collapse and length_hacking, with their reasons (merged by the stage)
+        extra_labels="benchmarks/diagnose/labels_new_modes.json",
         data=lambda wildcards: sorted(
             str(path) for path in Path("benchmarks/forecast/data").glob("*.json")
         ),
@@ -81,7 +83,7 @@ rule diagnose_benchmark:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo diagnose-benchmark --data-dir benchmarks/forecast/data"
         " --out results/diagnose_benchmark > {log} 2>&1"

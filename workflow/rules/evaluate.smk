@@ -17,14 +17,15 @@ rule prepare_benchmark:
         "../../envs/evaluate.yaml"
     resources:
         runtime=120,
-        mem_mb=8000,
+        mem_mb=attempt_mem(8000),
     params:
         benchmark=lambda wildcards: json.dumps(
             config["benchmarks"][wildcards.benchmark], sort_keys=True
         ),
         seed=config["evaluation"]["seed"],
+        hub=lambda wildcards: hub_env(offline=False),  # offline cluster: on the login node, its cache
     shell:
-        "PYTHONPATH=workflow python -m pgrpo prepare-benchmark --benchmark {wildcards.benchmark}"
+        "{params.hub}PYTHONPATH=workflow python -m pgrpo prepare-benchmark --benchmark {wildcards.benchmark}"
         " --benchmark-json {params.benchmark:q} --seed {params.seed} --out {output.problems} > {log} 2>&1"
 
 
@@ -94,7 +95,7 @@ rule table1:
         "../../envs/evaluate.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo table1 {input} --csv {output.csv} --md {output.md}"
         " --tex {output.tex} --html {output.html} --summary-csv {output.summary} > {log} 2>&1"
@@ -118,7 +119,7 @@ rule passk_curves:
         "../../envs/evaluate.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo passk-curves {input} --csv {output.csv} --pdf {output.pdf}"
         " --png {output.png} > {log} 2>&1"

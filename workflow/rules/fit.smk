@@ -28,7 +28,7 @@ rule fit_laws:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         fitting=as_json("fitting"),
     shell:
@@ -58,7 +58,7 @@ rule figure1:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo figure1 --aggregates {input.aggregates} --fits {input.fits}"
         " --pdf {output.pdf} --png {output.png} > {log} 2>&1"
@@ -80,7 +80,7 @@ rule forecast_run:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         fitting=as_json("fitting"),
     shell:
@@ -104,7 +104,7 @@ rule forecast_summary:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast-summary {input} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
@@ -138,7 +138,7 @@ rule forecast_benchmark:
         "../../envs/analysis.yaml"
     resources:
         runtime=30,
-        mem_mb=4000,
+        mem_mb=attempt_mem(4000),
     params:
         section=as_json("forecast_benchmark"),
     shell:

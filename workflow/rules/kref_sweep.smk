@@ -1,5 +1,7 @@
-# Beyond the paper (Section 5.6, Scope): the deep-network K_ref sweep. One model trained at every
-# (learning rate, K_ref); K measured on the baseline; each reward curve classified against Theorem 7.
+# Beyond the paper (Section 5.6, Scope): the deep-network K_ref sweep, per optimizer arm (heavy-ball SGD, the map (3)
+# of Theorem 7; Adam against its measured effective step). Each arm's baseline measures K; the checkpoint kref_grid
+# chooses the (learning rate, K_ref) grid from it (none when K is not measured); each run is classified against
+# Theorem 7.
 
 
 rule kref_train:
@@ -7,14 +9,15 @@ rule kref_train:
         model=lambda wildcards: kref_sweep_model_inputs(),
         data=data_inputs,
     output:
-        log="results/kref_sweep/runs/lr{lr}_kref{kref}/log.csv",
-        meta="results/kref_sweep/runs/lr{lr}_kref{kref}/meta.json",
+        log="results/kref_sweep/{arm}/{run}/log.csv",
+        meta="results/kref_sweep/{arm}/{run}/meta.json",
     log:
-        "logs/kref_sweep/lr{lr}_kref{kref}.log",
+        "logs/kref_sweep/{arm}/{run}.log",
     benchmark:
-        "results/benchmarks/kref_sweep/lr{lr}_kref{kref}.tsv"
+        "results/benchmarks/kref_sweep/{arm}/{run}.tsv"
     wildcard_constraints:
-        kref=r"\d+",
+        arm="sgd|adam",
+        run=r"baseline|lr[0-9.e+-]+_kref\d+",
     conda:
         train_env("kref_sweep")
     threads: config["training"]["resources"]["threads"]
@@ -29,23 +32,46 @@ rule kref_train:
         data=as_json("data"),
         training=trajectory_json,
         bookkeeping=TRAINING_BOOKKEEPING_FILE,
-        sweep=as_json("kref_sweep"),
+        sweep=kref_arm_sweep_json,
+        run=kref_run_args,
         G=lambda wildcards: config["kref_sweep"].get("G") or config["group_sizes"][0],
         seed=lambda wildcards: config["kref_sweep"].get("seed") or config["seeds"][0],
         launcher=lambda wildcards, resources: train_launcher(resources.gpu),
-        out_dir=lambda wildcards: kref_run_dir(wildcards.lr, wildcards.kref),
+        out_dir=lambda wildcards: f"results/kref_sweep/{wildcards.arm}/{wildcards.run}",
         prelude=kref_train_prelude,
     shell:
         "{params.prelude}OMP_NUM_THREADS={threads} PYTHONPATH=workflow {params.launcher} train --model-json {params.model:q}"
         " --data-json {params.data:q} --training-json {params.training:q} --bookkeeping-file {params.bookkeeping:q} --kref-sweep-json {params.sweep:q}"
-        " --eta {wildcards.lr} --k-ref {wildcards.kref} --G {params.G} --seed {params.seed}"
+        " {params.run} --G {params.G} --seed {params.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+checkpoint kref_grid:
+    input:
+        log="results/kref_sweep/{arm}/baseline/log.csv",
+        meta="results/kref_sweep/{arm}/baseline/meta.json",
+    output:
+        "results/kref_sweep/{arm}/grid.json",
+    log:
+        "logs/kref_sweep/{arm}/grid.log",
+    wildcard_constraints:
+        arm="sgd|adam",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        runtime=10,
+        mem_mb=attempt_mem(2000),
+    params:
+        sweep=as_json("kref_sweep"),
+    shell:
+        "PYTHONPATH=workflow python -m pgrpo kref-grid --arm {wildcards.arm} --log {input.log} --meta {input.meta}"
+        " --out {output} --kref-sweep-json {params.sweep:q} > {log} 2>&1"
 
 
 rule kref_sweep:
     input:
-        logs=[f"{kref_run_dir(lr, k)}/log.csv" for lr, k in kref_sweep_runs()],
-        metas=[f"{kref_run_dir(lr, k)}/meta.json" for lr, k in kref_sweep_runs()],
+        grids=[f"results/kref_sweep/{arm}/grid.json" for arm in kref_sweep_arms()],
+        logs=kref_grid_logs,
     output:
         csv="results/kref_sweep/table.csv",
         md=report(
@@ -62,17 +88,23 @@ rule kref_sweep:
             subcategory="deep-network K_ref sweep",
         ),
         pdf="results/kref_sweep/figure.pdf",
+        arms=[
+            f"results/kref_sweep/{arm}/{name}"
+            for arm in kref_sweep_arms()
+            for name in ("table.md", "table.csv", "summary.json")
+        ],
     log:
         "logs/kref_sweep/sweep.log",
     conda:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         smoothing=config["kref_sweep"]["smoothing"],
         noise_multiple=config["kref_sweep"]["noise_multiple"],
     shell:
-        "PYTHONPATH=workflow python -m pgrpo kref-sweep {input.logs} --metas {input.metas} --csv {output.csv}"
+        "PYTHONPATH=workflow python -m pgrpo kref-sweep {input.grids} --csv {output.csv}"
         " --md {output.md} --json {output.json} --png {output.png} --pdf {output.pdf}"
+        " --benchmarks-dir results/benchmarks/kref_sweep"
         " --smoothing {params.smoothing} --noise-multiple {params.noise_multiple} > {log} 2>&1"

@@ -10,7 +10,7 @@ rule make_synthetic_data:
         "../../envs/train.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         synthetic=synthetic_splits_section(),
     shell:
@@ -31,7 +31,7 @@ rule make_synthetic_suite:
         "../../envs/train.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         synthetic=as_json("synthetic"),
     shell:
@@ -55,7 +55,7 @@ rule build_tiny_model:
     threads: 1
     resources:
         runtime=30,
-        mem_mb=4000,
+        mem_mb=attempt_mem(4000),
     params:
         tiny=as_json("tiny"),
     shell:

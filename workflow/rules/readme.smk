@@ -18,7 +18,7 @@ rule readme_numbers:
         "../../envs/analysis.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     params:
         flags=readme_flags,
     shell:

@@ -17,6 +17,6 @@ rule verify_symbolic:
         "../../envs/symbolic.yaml"
     resources:
         runtime=10,
-        mem_mb=2000,
+        mem_mb=attempt_mem(2000),
     shell:
         "PYTHONPATH=workflow python -m pgrpo symbolic --json {output.json} --md {output.md} > {log} 2>&1"

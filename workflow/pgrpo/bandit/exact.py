@@ -160,12 +160,29 @@ def check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
 
 
+def _reward_classes(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Completions of equal reward as classes: ``(reward per class, class of each completion, class sizes)``.
+
+    From ``theta_0 = 0`` the map treats completions of equal reward identically, so their ``theta`` stay equal for
+    ever: the grid is iterated on one ``theta`` per class, each completion's policy ``pi_c / m_c`` (exact lumping).
+    """
+    values, inverse, counts = np.unique(r, return_inverse=True, return_counts=True)
+    return values, inverse.ravel(), counts.astype(float)
+
+
 def run(rewards: Sequence[float] | np.ndarray, eta, mu, beta, k_ref, steps: int, refresh: Refresh = "sliding",
         gradient: Gradient = "importance_weighted", progress: bool = False) -> BanditRun:
     """Iterate the exact map (3) for every cell of the broadcast grid of ``eta, mu, beta, k_ref`` at once.
 
-    A ring buffer of the last ``max(K_ref) + 1`` policies supplies each cell's sampling policy; one numpy pass per
-    step updates every cell. See the module docstring for the model.
+    One numpy pass per step updates every cell, in place, in float64. Three identities keep that pass short
+    (all exact; only the rounding differs from Eq. 3 written term by term, see the tests):
+
+    * completions of equal reward are lumped into classes (:func:`_reward_classes`);
+    * the ascent direction of both readings is ``w (h - <h>_pi)`` with ``w`` the per-completion policy and the KL
+      part ``h = -beta theta`` (``log pi`` less a constant, which the centring removes);
+    * ``A_old - <A_old>_pi = (r - p(theta)) / Std_old[r]``: the importance-weighted reading needs of the sampling
+      policy only ``1 / Std_old[r]`` per cell, so its ring buffer of past policies holds one number per cell and
+      step; the stale reading keeps ``pi_old A_old`` per class (its ``pi_old``-mean is zero, Lemma 2).
     """
     r = as_rewards(rewards)
     check_choice("refresh", refresh, REFRESHES)
@@ -182,63 +199,103 @@ def run(rewards: Sequence[float] | np.ndarray, eta, mu, beta, k_ref, steps: int,
     min_kref = 0 if refresh == "sliding" else 1
     if kref.size and kref.min() < min_kref:
         raise ValueError(f"k_ref must be >= {min_kref} for refresh={refresh!r}")
-    n_cells, n_out = kref.size, r.size
+    n_cells = kref.size
+    values, inverse, sizes = _reward_classes(r)
+    n_cls = values.size
 
-    # Layout: completions on axis 0, cells on axis 1, so that every reduction over completions is a few vector adds.
+    # Layout: classes on axis 0, cells on axis 1 (reductions over classes are a few vector adds or a matmul).
     ring = int(kref.max()) + 1 if n_cells else 1
     importance = gradient == "importance_weighted"
-    r_col = r[:, None]
+    r_col = values[:, None]
+    sized_r = sizes * values
     eta_row, mu_row = eta_b.ravel()[None, :], mu_b.ravel()[None, :]
     eta_beta_row = (eta_b * beta_b).ravel()[None, :]
-    theta = np.zeros((n_out, n_cells))
-    theta_prev = np.zeros((n_out, n_cells))
-    # the ring holds, per past step, what the reward gradient needs of the sampling policy:
-    # A_old (importance_weighted) or pi_old * A_old (stale; its pi_old-mean is zero, Lemma 2)
-    uniform_adv = advantage(np.full(n_out, 1.0 / n_out), r)
-    initial_old = (uniform_adv if importance else uniform_adv / n_out)[:, None]
-    history = np.empty((n_out, ring * n_cells))
-    offsets = np.arange(n_cells)
+    # the ring holds, per past step and cell, what the reward gradient needs of the sampling policy, times eta:
+    # eta / Std_old[r] (importance_weighted) or eta pi_old A_old per class (stale); theta_0's (the uniform policy's)
+    # fills it, so a cell reads theta_0 until its first refresh without a test
+    uniform_adv = advantage(np.full(r.size, 1.0 / r.size), r)
+    uniform_std = float(np.sqrt(np.mean((r - r.mean()) ** 2)))
+    if importance:
+        initial_old = np.full((1, 1), 1.0 / uniform_std if uniform_std > STD_FLOOR else 0.0)
+    else:
+        initial_old = np.zeros((n_cls, 1))
+        initial_old[inverse, 0] = uniform_adv / r.size
+    history = np.empty((initial_old.shape[0], ring, n_cells))
+    history[:] = (initial_old * eta_row)[:, None, :]
+    history = history.reshape(initial_old.shape[0], ring * n_cells)
+    offsets = np.arange(n_cells, dtype=np.int64)
+    if refresh == "sliding":  # the flat ring index of theta_{k - K_ref} depends on k only through k mod ring
+        sliding_index = np.mod(offsets[None, :] + (np.arange(ring)[:, None] - kref[None, :]) * n_cells,
+                               ring * n_cells)
+
+    theta = np.zeros((n_cls, n_cells))
+    spare = np.zeros((n_cls, n_cells))  # theta_{k-1}, then theta_{k+1} (swapped with theta every step)
+    w = np.empty((n_cls, n_cells))  # per-completion policy pi_theta(o) of each class
+    centred = np.empty((n_cls, n_cells))
+    w_centred = np.empty((n_cls, n_cells))
+    moments = np.empty((2, n_cls, n_cells))  # w theta and w (r - p)^2: <theta>_pi and Var_pi[r] in one matmul
+    w_theta, w_square = moments
+    ascent = np.empty((n_cls, n_cells))
     p_hist = np.empty((steps + 1, n_cells))
+    # the per-cell constants spread over the class axis (same-shape operations are the fastest numpy has)
+    mu_full = np.ascontiguousarray(np.broadcast_to(mu_row, (n_cls, n_cells)))
+    eta_beta_full = np.ascontiguousarray(np.broadcast_to(eta_beta_row, (n_cls, n_cells)))
     iterator = range(steps)
     if progress:
         from tqdm import tqdm
 
         iterator = tqdm(iterator, desc=f"bandit {refresh}/{gradient} ({n_cells} cells)", leave=False)
-    kref_max = int(kref.max()) if n_cells else 0
-    for k in iterator:
-        shifted = theta - theta.max(axis=0)
-        z = np.exp(shifted)
-        total = z.sum(axis=0)
-        pi = z / total
-        log_pi = shifted - np.log(total)
-        p_now = r @ pi
-        p_hist[k] = p_now
-        centred = r_col - p_now
-        std = np.sqrt((pi * centred * centred).sum(axis=0))
-        inv_std = np.divide(1.0, std, out=np.zeros_like(std), where=std > STD_FLOOR)
-        own = centred * inv_std
-        if not importance:
-            own *= pi
-        slot = k % ring
-        history[:, slot * n_cells:(slot + 1) * n_cells] = own
-        # the sampling policy of every cell: sliding theta_{k - K_ref}, periodic theta_{K_ref floor(k / K_ref)}
-        j = k - kref if refresh == "sliding" else k - k % kref
-        old = history.take(np.mod(j, ring) * n_cells + offsets, axis=1)
-        if k < kref_max or refresh == "periodic":
-            use_initial = j <= 0
-            if use_initial.any():
-                old[:, use_initial] = initial_old
-        if importance:
-            g_reward = pi * (old - (pi * old).sum(axis=0))
-        else:
-            g_reward = old
-        g_kl = pi * (log_pi - (pi * log_pi).sum(axis=0))
-        theta_next = theta + eta_row * g_reward - eta_beta_row * g_kl + mu_row * (theta - theta_prev)
-        theta_prev = theta
-        theta = theta_next
-    p_hist[steps] = r @ softmax(theta.T).T
+    with np.errstate(over="ignore", divide="ignore"):  # exp past ~709 is caught below; 1/0 is set to 0
+        for k in iterator:
+            # sum_o theta_o stays 0 (every step's ascent sums to 0 over completions), so max theta >= 0 and the sum
+            # of exp(theta) is >= 1; exp(theta) overflows only when theta passes ~709, then theta - max theta is used
+            np.exp(theta, out=w)
+            total = sizes @ w
+            if not np.isfinite(total.max()):
+                np.subtract(theta, theta.max(axis=0), out=w)
+                np.exp(w, out=w)
+                total = sizes @ w
+            np.divide(w, total, out=w)
+            p_now = np.matmul(sized_r, w, out=p_hist[k])
+            np.subtract(r_col, p_now, out=centred)
+            np.multiply(w, centred, out=w_centred)
+            np.multiply(w, theta, out=w_theta)
+            np.multiply(w_centred, centred, out=w_square)
+            # Std_pi[r] > STD_FLOOR exactly where its square is > 0 (the smallest positive float64 is ~5e-324)
+            mean_theta, variance = sizes @ moments
+            slot = slice((k % ring) * n_cells, (k % ring + 1) * n_cells)
+            if k:  # (step 0 is theta_0, already in the ring)
+                scale = np.divide(eta_row[0], np.sqrt(variance))
+                if not variance.all():
+                    scale[variance == 0.0] = 0.0
+                if importance:
+                    history[0, slot] = scale
+                else:
+                    np.multiply(w_centred, scale, out=history[:, slot])
+            # the sampling policy of every cell: sliding theta_{k - K_ref}, periodic theta_{K_ref floor(k / K_ref)}
+            if refresh == "sliding":
+                index = sliding_index[k % ring]
+            else:
+                index = np.mod(k - k % kref, ring) * n_cells + offsets
+            if importance:
+                np.multiply(w_centred, history[0].take(index), out=ascent)
+            else:
+                history.take(index, axis=1, out=ascent)
+            # minus eta beta times the KL gradient, w (theta - <theta>_pi)
+            np.subtract(theta, mean_theta, out=centred)
+            centred *= w
+            centred *= eta_beta_full
+            ascent -= centred
+            # heavy ball: theta_{k+1} = theta_k + ascent + mu (theta_k - theta_{k-1}), written into theta_{k-1}'s array
+            np.subtract(theta, spare, out=spare)
+            spare *= mu_full
+            spare += ascent
+            spare += theta
+            theta, spare = spare, theta
+    theta_full = theta[inverse]
+    p_hist[steps] = r @ softmax(theta_full.T).T
     spread = theta.max(axis=0) - theta.min(axis=0)
-    return BanditRun(p=p_hist.T.reshape(shape + (steps + 1,)), theta_final=theta.T.reshape(shape + (n_out,)),
+    return BanditRun(p=p_hist.T.reshape(shape + (steps + 1,)), theta_final=theta_full.T.reshape(shape + (r.size,)),
                      theta_spread=spread.reshape(shape))
 
 

@@ -5,12 +5,16 @@ needs (found, false flags, onsets within tolerance).
 A log labelled yes counts as found when the rule set flags it (a verdict that could not run counts as not flagged);
 precision is over the logs it flagged. An onset is within tolerance when it lies within
 ``max(10% of the run's step span, 2 logging intervals)`` of the labelled onset (only where the label has one).
+Episodes, where a label lists them (``[{start, end}]``, ``end`` null: to the last step), are scored by overlap: the
+intersection over union of the steps the labelled and the flagged episodes cover (0 when the rule set did not flag).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from pgrpo.diagnose.modes.record import MODES
 
@@ -35,6 +39,28 @@ def onset_tolerance(report: Mapping[str, Any]) -> float:
     return max(0.1 * (last - first), 2 * interval)
 
 
+def covered_steps(episodes: Sequence[Mapping[str, Any]], first: float, last: float) -> list[tuple[float, float]]:
+    """The step intervals episodes cover (``end`` null: to ``last``)."""
+    return [(float(e["start"]), float(last if e.get("end") is None else e["end"])) for e in episodes or []
+            if e.get("start") is not None and e["start"] <= last]
+
+
+def episode_overlap(labelled: Sequence[Mapping[str, Any]], found: Sequence[Mapping[str, Any]], first: float,
+                    last: float) -> float:
+    """Intersection over union of the step ranges two lists of episodes cover (a one-step episode counts 1)."""
+    grid = np.arange(np.floor(first), np.ceil(last) + 1)
+
+    def mask(episodes: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        out = np.zeros(grid.size, bool)
+        for a, b in covered_steps(episodes, first, last):
+            out |= (grid >= a) & (grid <= b)
+        return out
+
+    a, b = mask(labelled), mask(found)
+    union = int((a | b).sum())
+    return float((a & b).sum() / union) if union else float("nan")
+
+
 def rows_for(name: str, split: str, labels: Mapping[str, Mapping[str, Any]],
              reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per mode: the label, and per rule set its flag, onset, verdict, whether the flag matches the label
@@ -57,6 +83,14 @@ def rows_for(name: str, split: str, labels: Mapping[str, Mapping[str, Any]],
                 onset_ok = (verdict["onset_step"] is not None
                             and abs(verdict["onset_step"] - label["onset_step"]) <= tol)
             row[f"{rule_set}_onset_ok"] = onset_ok
+            row[f"{rule_set}_episodes"] = verdict.get("episodes") or []
+            overlap = None
+            if label["label"] and label.get("episodes"):
+                report = reports[rule_set]
+                overlap = episode_overlap(label["episodes"], row[f"{rule_set}_episodes"] if verdict["flagged"]
+                                          else [], float(report["first_step"]), float(report["last_step"]))
+            row[f"{rule_set}_episode_overlap"] = overlap
+        row["label_episodes"] = label.get("episodes")
         rows.append(row)
     return rows
 
@@ -64,7 +98,12 @@ def rows_for(name: str, split: str, labels: Mapping[str, Mapping[str, Any]],
 def counts(rows: Sequence[Mapping[str, Any]], rule_set: str) -> dict[str, int]:
     """True/false positives and negatives over the rows whose label is known, and the onsets within tolerance."""
     known = [r for r in rows if r["label"] is not None]
-    out = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "onset_ok": 0, "onset_n": 0}
+    out = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "onset_ok": 0, "onset_n": 0, "episode_n": 0,
+           "episode_overlap": float("nan")}
+    overlaps = [r.get(f"{rule_set}_episode_overlap") for r in known]
+    overlaps = [o for o in overlaps if o is not None and o == o]
+    if overlaps:
+        out.update(episode_n=len(overlaps), episode_overlap=float(np.mean(overlaps)))
     for r in known:
         flagged, label = bool(r[f"{rule_set}_flagged"]), bool(r["label"])
         out["tp" if flagged and label else "fp" if flagged else "fn" if label else "tn"] += 1

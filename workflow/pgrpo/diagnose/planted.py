@@ -10,6 +10,11 @@ mean and cut at the cap (``completions/clipped_ratio``, ``completions/mean_lengt
 planted curves with multiplicative noise. The planted truth of every mode (``label``, ``onset_step``, ``reason``) is
 returned with the log, in the layout of ``benchmarks/forecast/data/labels.json``.
 
+Ringing runs take the success probability from the exact delayed heavy-ball map of Theorem 7's setting
+(:func:`pgrpo.theory.closed_forms.discrete_trajectory`, ``e_{k+1} = e_k - eta K e_{k-K_ref} + mu (e_k - e_{k-1})``) at
+``zeta < 1``; their period is that of the map's dominant root (``planted_period``), their settings are in ``meta``.
+Labels may carry ``episodes`` (``[{start, end}]``, ``end`` null: lasting), scored by overlap.
+
 ``planted_logs(seed)`` returns every case; the seed is fixed by the benchmark (``SEED``).
 """
 
@@ -20,8 +25,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pgrpo.diagnose.modes.record import MODES  # the modes the labels cover
+
 SEED = 20260101
-MODES = ("hacking", "degeneracy", "concentration", "instability", "no_learning", "regression", "truncation")
 
 
 def three_phase(t: np.ndarray, r0: float, r_inf: float, omega: float) -> np.ndarray:
@@ -72,7 +78,8 @@ def simulate(rng: np.random.Generator, n: int, p: Callable[[np.ndarray], np.ndar
 
 
 def _labels(reason: str, **truth: Any) -> dict[str, dict[str, Any]]:
-    """All modes False (with ``reason``) unless given: ``mode=(label, onset)`` or ``mode=None`` (unknown)."""
+    """All modes False (with ``reason``) unless given: ``mode=(label, onset)``, ``mode=(label, onset, episodes)``
+    or ``mode=None`` (unknown)."""
     out = {}
     for mode in MODES:
         value = truth.get(mode, (False, None))
@@ -80,7 +87,26 @@ def _labels(reason: str, **truth: Any) -> dict[str, dict[str, Any]]:
             out[mode] = {"label": None, "onset_step": None, "reason": "column not logged"}
         else:
             out[mode] = {"label": value[0], "onset_step": value[1], "reason": reason}
+            if len(value) > 2:
+                out[mode]["episodes"] = [{"start": a, "end": b} for a, b in value[2]]
     return out
+
+
+def planted_period(eta: float, mu: float, K: float, k_ref: int) -> float:
+    """The period (steps) of the exact delayed map's dominant root: ``2 pi / |arg z|``."""
+    from pgrpo.theory.closed_forms import discrete_map_regime
+
+    root = discrete_map_regime(eta, mu, K, k_ref).dominant_root
+    return 2 * math.pi / abs(math.atan2(root.imag, root.real))
+
+
+def _ringing(r0: float, r_inf: float, n: int, eta: float, mu: float, K: float, k_ref: int
+             ) -> Callable[[np.ndarray], np.ndarray]:
+    """The exact delayed heavy-ball map from rest at step 0, read at any logged step."""
+    from pgrpo.theory.closed_forms import discrete_trajectory
+
+    path = discrete_trajectory(r0, r_inf, n, eta, mu, K, k_ref)
+    return lambda t: path[np.clip(np.asarray(t, int), 0, n)]
 
 
 def _const(value: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -184,4 +210,47 @@ def planted_logs(seed: int = SEED) -> dict[str, dict[str, Any]]:
     add("planted_hacking_eval_flat", simulate(rng, 300, _rise(0.2, 0.8, 0.03), eval_p=_const(0.3), **healthy),
         _labels("train reward 0.2 -> 0.8 while the eval reward stays at 0.3", hacking=(True, 30)),
         "train rises, eval flat", max_completion_length=1024, G=8)
+    _new_modes(rng, add, healthy)
     return cases
+
+
+def _new_modes(rng: np.random.Generator, add: Callable, healthy: dict[str, Any]) -> None:
+    """Oscillation (rings from the exact map, a wobble within the noise, a refresh sawtooth) and the length modes."""
+    for name, (eta, mu, k_ref, n, every) in {"planted_ringing_zeta012": (0.03, 0.9, 2, 300, 1),
+                                             "planted_ringing_zeta004": (0.02, 0.95, 2, 300, 1),
+                                             "planted_ringing_every5": (0.01, 0.96, 3, 600, 5)}.items():
+        from pgrpo.theory.closed_forms import coefficients
+
+        period, zeta = planted_period(eta, mu, 1.0, k_ref), coefficients(eta, mu, 1.0, k_ref).zeta
+        add(name, simulate(rng, n, _ringing(0.2, 0.6, n, eta, mu, 1.0, k_ref), every=every, **healthy),
+            _labels(f"exact map of Theorem 7 at eta {eta}, mu {mu}, K 1, K_ref {k_ref}: zeta {zeta:.3f}, "
+                    f"period {period:.1f} steps", oscillation=(True, every)),
+            f"rings, period {period:.1f}", max_completion_length=1024, G=8, eta=eta, mu=mu, k_ref=k_ref, K=1.0,
+            planted_period=period)
+    wobble = lambda t: three_phase(np.asarray(t, float), 0.2, 0.7, 0.03) + 0.004 * np.sin(2 * np.pi * np.asarray(t) / 40)  # noqa
+    add("planted_plateau_wobble", simulate(rng, 300, wobble, **healthy),
+        _labels("healthy rise with a 0.004 wobble of period 40, far within the batch noise (s.d. ~0.05)"),
+        "a wobble within the noise", max_completion_length=1024, G=8)
+    saw = lambda t: three_phase(np.asarray(t, float), 0.2, 0.65, 0.03) + 0.12 * ((np.asarray(t) % 50) / 50 - 0.5)  # noqa
+    add("planted_refresh_sawtooth", simulate(rng, 300, saw, **healthy),
+        _labels("the reference model is synced every 50 steps (ref_model_sync_steps 50): a sawtooth of period 50, "
+                "the refresh's, not ringing"),
+        "a sawtooth from a periodic refresh", max_completion_length=1024, G=8, ref_model_sync_steps=50,
+        sync_ref_model=True)
+    add("planted_length_collapse", simulate(rng, 300, _const(0.35), entropy=_const(0.9), kl=lambda t: 0.05 * np.asarray(t) / 300,
+                                            grad=_const(0.8), length=_step(400.0, 110.0, 100, 6)),
+        _labels("mean length 400 -> 110 tokens from step 100 while the reward stays at 0.35",
+                length_collapse=(True, 100, [(100, None)]), no_learning=(True, None)),
+        "length collapse", max_completion_length=1024, G=8)
+    add("planted_concise_learning", simulate(rng, 300, _rise(0.2, 0.75, 0.03), entropy=_const(0.9),
+                                             kl=lambda t: 0.05 * np.asarray(t) / 300, grad=_const(0.8),
+                                             length=_step(400.0, 150.0, 80, 10)),
+        _labels("the reward rises 0.2 -> 0.75 while completions get shorter (400 -> 150): concision, healthy"),
+        "shorter and better", max_completion_length=1024, G=8)
+    shape = lambda t: 1 - (1 + 0.015 * np.asarray(t, float)) * np.exp(-0.015 * np.asarray(t, float))  # noqa
+    add("planted_length_hacking", simulate(rng, 300, lambda t: 0.2 + 0.35 * shape(t), entropy=_const(0.9),
+                                           kl=lambda t: 0.05 * np.asarray(t) / 300, grad=_const(0.8),
+                                           length=lambda t: 200 + 500 * shape(t)),
+        _labels("the reward 0.2 -> 0.55 tracks the mean length 200 -> 700 (reward per token falls 20%)",
+                length_hacking=(True, 40, [(40, None)])),
+        "the reward rises with the length", max_completion_length=1024, G=8)

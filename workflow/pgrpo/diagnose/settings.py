@@ -1,4 +1,4 @@
-"""The ``diagnostics:`` config section: thresholds of the four diagnostics of Figures 2-5 and of the seven failure
+"""The ``diagnostics:`` config section: thresholds of the four diagnostics of Figures 2-5 and of the failure
 modes (``diagnostics.modes``, :mod:`pgrpo.diagnose.modes`) with the post-training toolkit's rules
 (``diagnostics.toolkit``, :mod:`pgrpo.diagnose.toolkit`), validated with one-line errors naming the key.
 """
@@ -97,18 +97,40 @@ class InstabilityConfig:
 
 
 @dataclass(frozen=True)
+class OscillationConfig:
+    significance: float = 0.01  # false-alarm rate of the largest spectral peak against the AR(1) red-noise null
+    min_period_points: int = 4  # shortest period tested, in logged points (what the logging interval resolves)
+    min_cycles: float = 2.0  # longest period tested: the run spans at least this many cycles of it
+    amplitude_over_noise: float = 1.0  # fitted amplitude at least this many per-point noise s.d.
+    min_visible_cycles: float = 1.5  # the fitted envelope above the amplitude level for at least this many cycles
+    refresh_tolerance: float = 0.1  # a period within this share of a known periodic refresh is its sawtooth
+    agreement: float = 0.3  # Theorem 7's period within this share of the observed one: they agree
+
+
+@dataclass(frozen=True)
+class LengthConfig:
+    length_drop: float = 0.4  # late mean length <= (1 - this) x the early one: length collapse
+    length_rise: float = 0.3  # late mean length >= (1 + this) x the early one: the completions grew
+    min_partial_correlation: float = 0.3  # partial correlation of reward and length given the step, at least this
+    per_token_drop: float = 0.1  # reward per token late <= (1 - this) x early: the reward grew slower than the length
+
+
+@dataclass(frozen=True)
 class ModesConfig:
     rule_set: str = "ours"  # "ours" or "toolkit": which rule set fills the modes (pgrpo diagnose --rules)
     smoothing_fraction: float = 0.1  # moving-average window of the mode read-outs, share of the logged points
     min_points: int = 8  # fewest logged values a mode needs (fewer: could not run)
     persistence: float = 0.6  # a failure began at the first step from which this share of the later points shows it
     reward_range: tuple[float, ...] | None = None  # [lo, hi] of the reward if known; else the run's own range
+    min_episode_fraction: float = 0.1  # a resolved episode this long (share of the logged points) is flagged
     degeneracy: DegeneracyConfig = field(default_factory=DegeneracyConfig)
     concentration: ConcentrationModeConfig = field(default_factory=ConcentrationModeConfig)
     no_learning: NoLearningConfig = field(default_factory=NoLearningConfig)
     regression: RegressionConfig = field(default_factory=RegressionConfig)
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     instability: InstabilityConfig = field(default_factory=InstabilityConfig)
+    oscillation: OscillationConfig = field(default_factory=OscillationConfig)
+    length: LengthConfig = field(default_factory=LengthConfig)
 
 
 @dataclass(frozen=True)
@@ -201,7 +223,8 @@ def _check_value(key: str, default: Any, value: Any) -> Any:
     fractions = ("early_fraction", "late_fraction", "window_fraction", "saturation_fraction", "entropy_drop_min",
                  "frac_zero_std_max", "interior[]", "frac_high", "stuck_position", "persistence", "collapse_drop",
                  "smoothing_fraction", "min_drop_fraction", "clipped_ratio_max", "length_at_cap", "vanishing_fraction",
-                 "entropy_drop", "clip_ratio_max", "is_ratio_low")
+                 "entropy_drop", "clip_ratio_max", "is_ratio_low", "min_episode_fraction", "significance",
+                 "refresh_tolerance", "length_drop", "min_partial_correlation", "per_token_drop")
     if key.split(".")[-1] in fractions and not value <= 1:
         raise InputError(f"diagnostics.{key} must be in (0, 1], got {value!r}")
     return float(value)

@@ -22,7 +22,9 @@ rows, as there; thresholds are ``diagnostics.toolkit``:
 The toolkit reads the columns our reader normalised (so ``completions/mean_length`` counts as its
 ``completion_length``): a generous reading, so that a miss is the rule's, not a naming mismatch. Its rules give no
 step except for KL (the steps above the cap), so ``onset_step`` is the first such step for KL and null otherwise.
-``no_learning``, ``regression`` and ``truncation`` have no GRPO rule there: null, "not covered".
+The length-drift rule is also read by direction as ``length_hacking`` (the length grew) and ``length_collapse``
+(it shrank). ``no_learning``, ``regression``, ``truncation`` and ``oscillation`` have no GRPO rule there: null, "not
+covered".
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from pgrpo.diagnose.modes.record import (
     DEGENERACY,
     HACKING,
     INSTABILITY,
+    LENGTH_COLLAPSE,
+    LENGTH_HACKING,
     MODES,
     ModeVerdict,
     RunVerdicts,
@@ -100,22 +104,25 @@ def entropy_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdic
     return clear(CONCENTRATION, "no rule fired", text, numbers, thresholds)
 
 
-def length_drift(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
+def length_drift(curves: RunCurves, config: DiagnosticsConfig, mode: str = HACKING) -> ModeVerdict:
+    """The length-drift rule for ``mode``: ``hacking`` either way (the toolkit's reading), ``length_hacking`` when
+    the length grew, ``length_collapse`` when it shrank."""
     cfg = config.toolkit
     thresholds = {"length_drift": cfg.length_drift, "length_window": cfg.length_window}
     found = _rows(curves, "completions/mean_length", "completion_length")
     if found is None or found[1].size < 2 * cfg.length_window:
-        return not_run(HACKING, f"needs {2 * cfg.length_window} rows of completion length",
+        return not_run(mode, f"needs {2 * cfg.length_window} rows of completion length",
                        ["completions/mean_length"], thresholds=thresholds)
     values = found[1]
     early, recent = float(np.mean(values[:cfg.length_window])), float(np.mean(values[-cfg.length_window:]))
     change = abs(recent - early) / early if early > 0 else float("nan")
     numbers = {"early_mean": early, "recent_mean": recent, "relative_change": change}
     text = f"completion length {fmt(early)} -> {fmt(recent)} ({change:+.0%})"
-    if early > 0 and change > cfg.length_drift:
-        return _hit(HACKING, "grpo_length_drift", f"{text}: drift > {cfg.length_drift:.0%}", "medium", None, numbers,
+    way = {HACKING: True, LENGTH_HACKING: recent > early, LENGTH_COLLAPSE: recent < early}[mode]
+    if early > 0 and change > cfg.length_drift and way:
+        return _hit(mode, "grpo_length_drift", f"{text}: drift > {cfg.length_drift:.0%}", "medium", None, numbers,
                     thresholds)
-    return clear(HACKING, "no rule fired", text, numbers, thresholds)
+    return clear(mode, "no rule fired", text, numbers, thresholds)
 
 
 def instability_rules(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
@@ -166,7 +173,8 @@ def instability_rules(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdi
 
 def toolkit_verdicts(curves: RunCurves, config: DiagnosticsConfig) -> RunVerdicts:
     """The toolkit's GRPO rules on one run, in the shape of our ``modes``."""
-    modes = {v.mode: v for v in (length_drift(curves, config), group_reward_collapse(curves, config),
+    modes = {v.mode: v for v in (length_drift(curves, config), length_drift(curves, config, LENGTH_HACKING),
+                                 length_drift(curves, config, LENGTH_COLLAPSE), group_reward_collapse(curves, config),
                                  entropy_collapse(curves, config), instability_rules(curves, config))}
     for mode in MODES:
         modes.setdefault(mode, not_run(mode, "not covered by the post-training toolkit's GRPO rules"))

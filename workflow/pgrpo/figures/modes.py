@@ -1,5 +1,6 @@
 """The failure-modes figure of one run (``modes.pdf/png`` of ``pgrpo diagnose LOG --out DIR``): the curves each mode
-of :mod:`pgrpo.diagnose.modes` reads, against the logged step, with a dashed line at the onset of every flagged mode.
+of :mod:`pgrpo.diagnose.modes` reads, against the logged step, with a dashed line at the onset of every flagged mode
+and its episodes as shaded spans (an episode that lasts runs to the last logged step).
 
 Panels: (a) train reward (and each reward function, thin), where no_learning and regression look; (b) the
 zero-spread share ``frac_reward_zero_std`` (degeneracy, Figure 3 row 2); (c) entropy and KL (concentration, Figure 4);
@@ -19,14 +20,16 @@ from pgrpo.diagnose.records import RunCurves
 from pgrpo.figures.style import label_panel, save_pdf_png, style
 
 PANELS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("reward", ("reward",), ("no_learning", "regression", "hacking")),
+    ("reward", ("reward",), ("no_learning", "regression", "hacking", "oscillation")),
     ("zero-spread share", ("frac_reward_zero_std",), ("degeneracy",)),
     ("entropy / KL", ("entropy", "kl"), ("concentration",)),
     ("grad_norm", ("grad_norm",), ("instability",)),
-    ("completions", ("completions/clipped_ratio", "completions/mean_length"), ("truncation",)),
+    ("completions", ("completions/clipped_ratio", "completions/mean_length"),
+     ("truncation", "length_collapse", "length_hacking")),
 )
 
-MODE_COLORS = dict(zip(MODES, ("#9467bd", "#8c564b", "#ff7f0e", "#d62728", "#7f7f7f", "#e377c2", "#17becf")))
+MODE_COLORS = dict(zip(MODES, ("#9467bd", "#8c564b", "#ff7f0e", "#d62728", "#7f7f7f", "#e377c2", "#17becf",
+                               "#bcbd22", "#1f77b4", "#2ca02c")))
 
 
 def modes_figure(curves: RunCurves, report: Mapping[str, Any]) -> Any:
@@ -39,7 +42,7 @@ def modes_figure(curves: RunCurves, report: Mapping[str, Any]) -> Any:
             if not curves.has(column):
                 continue
             if title == "completions" and drawn:
-                break  # the clipped ratio is enough
+                break  # the clipped ratio is enough (the length modes read the mean length: drawn when no ratio)
             steps, values, _ = curves.series(column)
             target = ax.twinx() if k == 1 and title == "entropy / KL" else ax
             if title == "grad_norm" and (values > 0).any() and (values <= 0).mean() <= 0.2:
@@ -63,6 +66,12 @@ def modes_figure(curves: RunCurves, report: Mapping[str, Any]) -> Any:
             if verdict.get("flagged") and verdict.get("onset_step") is not None:
                 ax.axvline(verdict["onset_step"], color=MODE_COLORS[mode], ls="--", lw=1.1,
                            label=f"{mode} onset ({verdict['onset_step']:g})")
+            if verdict.get("flagged"):
+                last = report.get("last_step")
+                for e in verdict.get("episodes") or []:
+                    end = e["end"] if e.get("end") is not None else last
+                    if end is not None:
+                        ax.axvspan(e["start"], max(end, e["start"]), color=MODE_COLORS[mode], alpha=0.15, lw=0)
         ax.set_ylabel(title if title != "completions" else (drawn[0].split("/")[-1] if drawn else title), fontsize=7)
         handles, labels = ax.get_legend_handles_labels()
         if handles:

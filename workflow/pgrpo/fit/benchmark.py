@@ -25,7 +25,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pgrpo.fit.baselines import BASELINES, Predictive, baseline_forecast
+from pgrpo.fit.decisions import score_sweep
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
+from pgrpo.fit.level_guard import smoothed_level
+from pgrpo.fit.truth import staged_prediction, truth_scores
 from pgrpo.fit.intervals import (
     PLATEAU_SHARE,
     coverage,
@@ -49,7 +52,9 @@ MIN_EARLY, MIN_HELD_OUT = 4, 4
 class Curve:
     """One curve of the corpus with its true tail: ``part`` (``workflow``, ``bandit``, ``real``), ``split``
     (``dev``: methods are chosen on it; ``holdout``: reported only), ``group`` (runs of one model and setting at other
-    G or seeds, for pooling), the run's ``context`` and ``provenance`` (source, license, settings)."""
+    G or seeds, for pooling), the run's ``context`` and ``provenance`` (source, license, settings); ``truth``: the
+    true mean at every step where it is known; ``sweep``: the runs compared with one another (same steps);
+    ``family``: a generated curve's family; ``components``: reward function -> (steps, logged, declared range)."""
 
     id: str
     part: str
@@ -62,6 +67,10 @@ class Curve:
     group: str | None = None
     eval_steps: np.ndarray | None = None
     eval_values: np.ndarray | None = None
+    truth: np.ndarray | None = None
+    sweep: str | None = None
+    family: str | None = None
+    components: dict[str, tuple[np.ndarray, np.ndarray, tuple[float, float] | None]] | None = None
 
 
 def cut(curve: Curve, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -215,6 +224,14 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
     row["crps_ratio"] = row["crps"] / row["persistence_crps"] if row["persistence_crps"] > 0 else float("nan")
     row["plateau_abs_error_noise"] = abs(row["plateau_error"]) / noise if noise and math.isfinite(noise) else float(
         "nan")
+    span = (float(np.diff(curve.context.reward_range)[0]) if curve.context.reward_range is not None
+            else float(np.ptp(y)) or 1.0)
+    row.update(truth_scores(t, y, early, curve.truth, span, prediction.mean, persistence.mean,
+                            summary["plateau"]["mean"], summary["t90"]["mean"]))
+    row["plateau_covered80"] = float(summary["plateau"]["lo80"] <= row["plateau_true"] <= summary["plateau"]["hi80"])
+    row["truth_moves"] = float(row["truth_moves"])  # 1/0: a number in the CSV, a share in the summaries
+    if curve.family:
+        row["family"] = curve.family
     weights = (prediction.details or {}).get("weights")
     if weights:
         row["mixture"] = ";".join(f"{k}={v:.2f}" for k, v in sorted(weights.items(), key=lambda kv: -kv[1]) if v >= 0.01)
@@ -231,6 +248,7 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
         if curve.group:
             by_group.setdefault(curve.group, []).append(curve)
     rows: list[dict[str, Any]] = []
+    sweeps: dict[tuple, list[tuple]] = {}
     for curve in corpus:
         for fraction in fractions:
             early, held = cut(curve, fraction)
@@ -244,6 +262,8 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
             context = context_at_cut(curve, by_group, fraction)
             naive = baseline_forecast("persistence", t, y, steps)
             for name, method in methods.items():
+                if name == STAGED and not curve.components:
+                    continue  # the staged method needs the reward functions' own logs
                 prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
                 fell_back = not prediction.success and name in BASELINES
                 if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
@@ -252,15 +272,56 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
                 row = score_curve(curve, fraction, prediction, naive)
                 row["fell_back_to_persistence"] = fell_back
                 rows.append(row)
+                if curve.sweep and prediction.success and "plateau_true" in row:
+                    tail = min(max(1, int(round(PLATEAU_SHARE * curve.steps.size))), steps.size)
+                    sweeps.setdefault((curve.sweep, fraction, name), []).append((
+                        curve, np.mean(prediction.mean_draws[:, -tail:], axis=1), row["plateau_forecast"],
+                        smoothed_level(y)[0], row["plateau_true"]))
         if progress:
             progress(curve.id)
-    return rows
+    return rows + sweep_rows(sweeps)
+
+
+def sweep_rows(sweeps: Mapping[tuple, Sequence[tuple]]) -> list[dict[str, Any]]:
+    """One row per (sweep, fraction, method) with :func:`pgrpo.fit.decisions.score_sweep`'s scores (``kind``:
+    ``sweep``); a sweep needs two runs."""
+    out = []
+    for (sweep, fraction, method), members in sorted(sweeps.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if len(members) < 2:
+            continue
+        first = members[0][0]
+        r_range = first.context.reward_range
+        span = float(r_range[1] - r_range[0]) if r_range is not None else float(
+            np.ptp(np.concatenate([m[0].values for m in members]))) or 1.0
+        scores = score_sweep([m[1] for m in members], [m[2] for m in members], [m[3] for m in members],
+                             [m[4] for m in members], fraction, span)
+        out.append({"kind": "sweep", "curve": sweep, "part": first.part, "split": first.split, "fraction": fraction,
+                    "method": method, "success": True, **({"family": first.family} if first.family else {}),
+                    **scores})
+    return out
+
+
+#: the forecaster on each reward function, summed (curves that log them only)
+STAGED = "forecaster: per reward fn, summed"
+
+
+def staged_method(settings: ForecasterSettings) -> Method:
+    """:func:`pgrpo.fit.truth.staged_prediction` with the forecaster on each reward function in its own range."""
+
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        def one(tc, yc, steps_c, r_range):
+            return forecast_early_window(tc, yc, steps_c, RunContext(reward_range=r_range), settings)
+
+        return staged_prediction(curve.components, float(t[-1]), steps, one)
+
+    return run
 
 
 def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict[str, Method]:
-    """The baselines and the forecaster with its kept levers."""
+    """The baselines and the forecaster with its kept levers (and per reward function, where a curve logs them)."""
     methods: dict[str, Method] = {name: baseline_method(name) for name in BASELINES}
     methods["forecaster"] = forecaster_method(settings)
+    methods[STAGED] = staged_method(settings)
     methods[ORACLE] = oracle_method()
     methods[HINDSIGHT] = hindsight_method()
     return methods
@@ -299,10 +360,13 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
     """Per (part, split, fraction, method) and overall (every part weighted equally, per split and for both):
     the median ratios, mean coverages, median |plateau error| in noise s.d. and median |t90 error| share; the best
     baseline of a cell is the one (other than persistence's ratio to itself) with the lowest median RMSE ratio."""
-    ok = [r for r in rows if r.get("success") and r.get("method") != "all" and "rmse" in r]
+    ok = [r for r in rows if r.get("success") and r.get("method") != "all" and "rmse" in r
+          and r.get("kind") != "sweep"]
     cells: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in ok:
         cells.setdefault((r["part"], r["split"], r["fraction"]), []).append(r)
+        if isinstance(r.get("family"), str) and r["family"]:  # each generated family is also a cell of its own (not counted again overall)
+            cells.setdefault((f"{r['part']}: {r['family']}", r["split"], r["fraction"]), []).append(r)
     scopes: list[tuple[str, str, float, list[Mapping[str, Any]]]] = [
         (part, split, fraction, group) for (part, split, fraction), group in sorted(cells.items())]
     fractions = sorted({r["fraction"] for r in ok})
@@ -314,7 +378,26 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
     out = []
     for part, split, fraction, group in scopes:
         out.extend(_summarize_scope(part, split, fraction, group, baselines))
-    return out
+    return _with_decisions(out, [r for r in rows if r.get("kind") == "sweep" and r.get("success")])
+
+
+DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share")
+
+
+def _with_decisions(summary: list[dict[str, Any]], sweeps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The summary rows with the mean decision scores of the cell's sweeps (``sweeps``: their number; the stop
+    rule's loss: the largest over the sweeps)."""
+    for row in summary:
+        scope = row["part"]
+        members = [r for r in sweeps if r["method"] == row["method"] and abs(r["fraction"] - row["fraction"]) < 1e-9
+                   and (row["split"] == "all" or r["split"] == row["split"])
+                   and (scope == "overall" or r["part"] == scope or f"{r['part']}: {r.get('family')}" == scope)]
+        row["sweeps"] = len(members)
+        for key in DECISION_FIELDS:
+            values = [r.get(key, np.nan) for r in members]
+            row[key] = (float(np.nanmax(values)) if key == "stop_loss_share" else _mean(values)) if members else float(
+                "nan")
+    return summary
 
 
 def _summarize_scope(part: str, split: str, fraction: float, group: Sequence[Mapping[str, Any]],
@@ -356,5 +439,17 @@ def _summarize_scope(part: str, split: str, fraction: float, group: Sequence[Map
             "plateau_abs_error_noise": wmed("plateau_abs_error_noise"),
             "t90_abs_error_share": wmed("t90_error_share", abs),
             "wins_vs_persistence": float(np.mean([r.get("rmse_ratio", np.nan) < 1 for r in rs])),
+            "mean_rmse_ratio": wmed("mean_rmse_ratio"),
+            "moving_mean_rmse_ratio": _weighted_median(np.array([r.get("mean_rmse_ratio", np.nan) if r.get(
+                "truth_moves") else np.nan for r in rs], float), w),
+            "plateau_error_range": wmed("plateau_error_range"),
+            "plateau_error_ratio": wmed("plateau_error_ratio"),
+            "moving_plateau_error_ratio": _weighted_median(np.array([r.get("plateau_error_ratio", np.nan) if r.get(
+                "truth_moves") else np.nan for r in rs], float), w),
+            "plateau_covered80": wmean("plateau_covered80"),
+            "t90_true_error_share": wmed("t90_true_error_share"),
+            "truth_moves": wmean("truth_moves"),
+            "truth_kind": ", ".join(sorted({r["truth_kind"] for r in rs if isinstance(r.get("truth_kind"), str)
+                                            and r["truth_kind"]})),
         })
     return rows

@@ -14,6 +14,7 @@ import numpy as np
 
 from pgrpo.errors import InputError
 from pgrpo.fit.baselines import baseline_forecast
+from pgrpo.fit.decisions import target_reach
 from pgrpo.fit.forecaster import (
     ForecasterSettings,
     RunContext,
@@ -23,6 +24,7 @@ from pgrpo.fit.forecaster import (
 )
 from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, coverage, rmse
 from pgrpo.fit.laws import LAWS, OVERDAMPED, THREE_PHASE, Law
+from pgrpo.fit.level_guard import smoothed_level
 from pgrpo.fit.least_squares import FitResult, finite_or_none, fit_law, prepare, r_squared
 
 
@@ -173,7 +175,10 @@ class RunForecast:
     (the mean over the run's last 10% of steps) and ``t90`` (first step with 90% of the change from the run's start
     to that plateau), each with ``mean, lo80, hi80``; ``mixture``: law -> Akaike weight with ``params`` and
     ``notes``; ``seen``: how it scored against persistence on the part of the log it has seen (fitted on the first
-    half of the window, scored on the second); ``held_out``: the same scores on the logged points after the cut.
+    half of the window, scored on the second); ``held_out``: the same scores on the logged points after the cut;
+    ``level_at_cut``: the log's exponentially smoothed level at the cut; ``target`` (only when one is asked):
+    P(plateau >= target) and the step it is reached at (:func:`pgrpo.fit.decisions.target_reach`);
+    ``plateau_draws``: the plateau's draws (for comparing runs; not in the JSON).
     """
 
     column: str
@@ -193,6 +198,9 @@ class RunForecast:
     seen: dict[str, float] = dataclasses.field(default_factory=dict)
     held_out: dict[str, float] = dataclasses.field(default_factory=dict)
     plateau_observed: float = float("nan")
+    level_at_cut: float = float("nan")
+    target: dict[str, Any] = dataclasses.field(default_factory=dict)
+    plateau_draws: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def law(self) -> str:
@@ -201,7 +209,10 @@ class RunForecast:
                           if w >= 0.005) or "none"
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        data = dataclasses.asdict(dataclasses.replace(self, plateau_draws=None))
+        data.pop("plateau_draws")
+        if not data["target"]:
+            data.pop("target")
         data["law"] = self.law
         return finite_or_none(data)
 
@@ -224,9 +235,11 @@ def forecast_run(
     context: RunContext | None = None,
     settings: ForecasterSettings = ForecasterSettings(),
     column: str = "reward",
+    target: float | None = None,
 ) -> RunForecast:
     """Cut the log at ``fraction * total_steps`` (default: its last step), forecast the rest with the forecaster,
-    and score it on the points the log has after the cut (if any) and on the part it has seen."""
+    and score it on the points the log has after the cut (if any) and on the part it has seen; with ``target``, when
+    the run reaches that level (:func:`pgrpo.fit.decisions.target_reach`)."""
     t_arr, y_arr, total, cutoff = _cut(t, y, fraction, total_steps)
     early = t_arr <= cutoff
     held = ~early
@@ -253,6 +266,12 @@ def forecast_run(
                        **{key: prediction.intervals[key].tolist() for key in
                           [f"{side}{round(level * 100)}" for level in LEVELS for side in ("lo", "hi")]}}
     result.plateau, result.t90 = summary["plateau"], summary["t90"]
+    tail = min(max(1, int(round(PLATEAU_SHARE * n_total))), steps.size)
+    result.plateau_draws = np.mean(prediction.mean_draws[:, -tail:], axis=1)
+    result.level_at_cut = smoothed_level(y_e)[0]
+    if target is not None:
+        result.target = target_reach(steps, prediction.mean, prediction.mean_draws, result.plateau_draws,
+                                     float(target), result.level_at_cut).to_dict()
     details = prediction.details or {}
     result.mixture = details.get("weights", {})
     result.params = details.get("params", {})

@@ -4,10 +4,24 @@ The same model is trained at several refresh intervals ``K_ref`` (TRL ``steps_pe
 Eq. 3's ``theta_old = theta_{k - K_ref}``) and learning rates ``eta``. Each reward curve is read as the exact bandit
 stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7 with a stiffness measured once:
 
-- **K from the baseline's early slope** (Section 5.6's protocol, Cor. 13): the single exponential of Eq. 14 is
-  fitted to the train reward of the stable baseline (the smallest ``eta`` at the smallest ``K_ref``); its rate
-  ``lambda = K_eff / C_eff = eta K / ((1 - mu) - K eta K_ref)`` is inverted for ``K`` (``mu`` = Adam's beta1, as in
-  Section 3.1). ``K`` is then held fixed.
+- **Two optimizer arms.** Theorem 7 describes the heavy-ball map (3): the primary arm trains with
+  ``torch.optim.SGD`` (momentum ``mu``), whose ``eta`` is the learning rate. The Adam arm (``beta1 = mu``) is read
+  against its effective heavy-ball step, ``(1 - beta1) lr`` over the root of Adam's second moment, measured from
+  the optimizer state at every step (:mod:`pgrpo.grpo.effective_step`, ``log.csv``'s ``effective_learning_rate``;
+  a run's ``eta`` is its median).
+- **K from a stable baseline's early slope** (Section 5.6's protocol, Cor. 13): the single exponential of Eq. 14
+  is fitted to the baseline's per-step train reward (its own run, ``K_ref = 1``); its rate
+  ``lambda = K_eff / C_eff = eta K / ((1 - mu) - K eta K_ref)`` is inverted for ``K``, with the standard error of
+  ``lambda`` carried to ``K``. The fit's R² is taken against the baseline's centred moving mean (the paper's R²
+  of Figure 1 is against the seed-averaged curve): the share of the mean trajectory's variation Eq. 14 explains.
+  ``K`` counts as measured when R² and K's relative standard error pass the configured bounds
+  (:func:`stiffness_problem`); it is then held fixed.
+- **A grid that brackets the prediction** (:func:`bracketing_grid`): with ``x = K eta K_ref`` and
+  ``x* = 1 - mu``, up to three learning-rate rows (:data:`GRID_ROWS`): ``zeta1`` puts Eq. 10's ``zeta = 1``
+  between the ladder's first two ``K_ref`` (or ``x = span_lo x*`` at the smallest, the lower of the two),
+  ``threshold`` puts Prop. 9's threshold between the ladder's last two, and ``top`` reaches ``x = span_hi x*`` at
+  the largest ``K_ref``. Every cell of a ``top`` row lies past the threshold once ``span_hi`` exceeds the ladder's
+  ratio (then it adds no classifiable cell, only Prop. 9's collapse count).
 - **Each run's regime**: the train reward is smoothed by a centred moving average of ``smoothing`` points; its
   target ``p*`` is the plateau of Eq. 14 fitted to the smoothed curve where that plateau lies inside the observed
   range (the fixed point, which a still-rising tail has not reached), else the mean of the run's last
@@ -20,10 +34,13 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   fixed point. A run whose rise is within the noise is *flat*: there is nothing to classify. A run that refreshes
   every ``K_ref`` steps logs its reward only on the steps that generate, so the window shrinks to keep four windows
   in the run.
-- **The predictions** for each run: the margin ``(1 - mu) - K eta K_ref`` of Prop. 9 (Eq. 11; negative:
+- **The predictions** for each run (with its own ``eta``): the margin ``(1 - mu) - K eta K_ref`` of Prop. 9 (Eq. 11; negative:
   linearly unstable) and the damping ratio of Eq. 10 (``zeta < 1``: oscillatory onset). Agreement is counted
   between "monotone" and ``zeta >= 1`` with a positive margin, and between overshoot/oscillatory and the other
-  side; a collapsed or flat run is outside what the linear model describes and is reported, not counted.
+  side; a collapsed or flat run is outside what the linear model describes and is reported, not counted. Along
+  each ``eta`` row the first non-monotone ``K_ref`` is set against Theorem 7's (the first ``K_ref`` of the ladder
+  with ``zeta < 1`` or past the threshold), as the bandit's verdict reads its rows
+  (:func:`pgrpo.bandit.verdict.row_frontier`).
 
 The importance-sampling ratio each run logged (``importance_sampling_ratio_max``, Figure 5 row 2) is summarised
 beside it: the direct witness of the lag that erodes ``C_eff`` (Lemma 5).
@@ -64,6 +81,18 @@ class SweepRun:
     steps: np.ndarray
     reward: np.ndarray
     is_ratio_max: np.ndarray | None = None
+    #: ``log.csv``'s ``effective_learning_rate`` (the map (3)'s eta the optimizer realised, per step)
+    effective_eta: np.ndarray | None = None
+    optimizer: str = "sgd"
+
+    @property
+    def map_eta(self) -> float:
+        """The heavy-ball ``eta`` of the run: SGD's learning rate; Adam's median measured effective step (NaN when
+        none was logged)."""
+        if self.optimizer == "sgd":
+            return self.eta
+        logged = self.effective_eta[np.isfinite(self.effective_eta)] if self.effective_eta is not None else []
+        return float(np.median(logged)) if len(logged) else float("nan")
 
 
 @dataclass(frozen=True)
@@ -82,6 +111,12 @@ class StiffnessEstimate:
     r_inf: float
     r2: float
     message: str
+    K_se: float = float("nan")
+    learning_rate: float = float("nan")  # the baseline's configured learning rate (eta is the map's)
+
+    @property
+    def relative_se(self) -> float:
+        return self.K_se / self.K if self.K > 0 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -105,25 +140,117 @@ class RunRegime:
     agrees: bool | None
     is_ratio_max_median: float
     is_ratio_max_max: float
+    map_eta: float = float("nan")  # the heavy-ball eta the predictions use (SGD: eta; Adam: measured)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
 def measure_stiffness(run: SweepRun, smoothing: int = 1) -> StiffnessEstimate:
-    """Fit Eq. 14 to the (optionally smoothed) train reward of ``run`` and invert its rate for ``K``."""
+    """Fit Eq. 14 to the per-step train reward of ``run`` and invert its rate for ``K`` (standard error by the delta
+    method); R² against the ``smoothing``-point centred mean of the reward (see the module docstring)."""
     ok = np.isfinite(run.reward)
-    t, y = run.steps[ok].astype(float), smooth(run.reward[ok], smoothing)
-    fit = fit_law(t - t[0] if t.size else t, y, EXPONENTIAL)
+    t, y = run.steps[ok].astype(float), run.reward[ok]
+    eta = run.map_eta
     nan = float("nan")
+    fit = fit_law(t - t[0] if t.size else t, y, EXPONENTIAL)
     if not fit.success:
-        return StiffnessEstimate(run.name, nan, nan, nan, run.eta, run.mu, run.k_ref, nan, nan, nan,
-                                 f"the exponential fit failed: {fit.message}")
-    rate = fit.params["lambda"]
-    K = stiffness_from_saturation_rate(rate, run.eta, run.mu, run.k_ref)
+        return StiffnessEstimate(run.name, nan, nan, nan, eta, run.mu, run.k_ref, nan, nan, nan,
+                                 f"the exponential fit failed: {fit.message}", nan, run.eta)
+    rate, rate_se = fit.params["lambda"], fit.stderr.get("lambda", nan)
+    K = stiffness_from_saturation_rate(rate, eta, run.mu, run.k_ref)
+    # dK/dlambda = K / (lambda (1 + lambda K_ref)): K's relative error is lambda's over (1 + lambda K_ref)
+    K_se = K * rate_se / (rate * (1.0 + rate * run.k_ref)) if rate > 0 else nan
+    mean_curve = smooth(y, smoothing)
+    fitted = fit.params["R_inf"] - (fit.params["R_inf"] - fit.params["R0"]) * np.exp(-rate * (t - t[0]))
+    total = float(np.sum((mean_curve - mean_curve.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((mean_curve - fitted) ** 2)) / total if total > 0 else nan
     message = "" if math.isfinite(K) and K > 0 else "the fitted rate gives no positive K"
-    return StiffnessEstimate(run.name, K, rate, fit.stderr.get("lambda", nan), run.eta, run.mu, run.k_ref,
-                             fit.params["R0"], fit.params["R_inf"], fit.r2, message)
+    return StiffnessEstimate(run.name, K, rate, rate_se, eta, run.mu, run.k_ref, fit.params["R0"],
+                             fit.params["R_inf"], r2, message, K_se, run.eta)
+
+
+def stiffness_problem(estimate: StiffnessEstimate, min_r2: float = 0.8, max_relative_se: float = 0.25) -> str:
+    """Why ``K`` does not count as measured (empty when it does): no fit, R² below ``min_r2``, or K's relative
+    standard error above ``max_relative_se``."""
+    if estimate.message:
+        return estimate.message
+    if not (estimate.r2 >= min_r2):
+        return (f"the baseline's Eq. 14 fit explains R² = {estimate.r2:.3g} of its mean curve (< {min_r2:g}): its "
+                "reward does not rise clearly enough to read K")
+    if not (estimate.relative_se <= max_relative_se):
+        return (f"K = {estimate.K:.4g} ± {estimate.K_se:.2g} has a relative standard error of "
+                f"{estimate.relative_se:.0%} (> {max_relative_se:.0%})")
+    return ""
+
+
+@dataclass(frozen=True)
+class KrefGrid:
+    """The (eta, K_ref) cells chosen from a measured ``K`` (:func:`bracketing_grid`); ``learning_rates`` are the
+    configured rates (``eta / eta_per_learning_rate``, three significant figures), one per ``etas`` row."""
+
+    K: float
+    mu: float
+    etas: tuple[float, ...]
+    learning_rates: tuple[float, ...]
+    k_refs: tuple[int, ...]
+    eta_per_learning_rate: float
+    threshold_k_refs: tuple[float, ...]
+    zeta1_k_refs: tuple[float, ...]
+
+    @property
+    def cells(self) -> list[tuple[float, int]]:
+        return [(lr, k) for lr in self.learning_rates for k in self.k_refs]
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """The smallest and largest ``K eta K_ref`` of the grid, in units of ``1 - mu``."""
+        x = [self.K * eta * k / (1.0 - self.mu) for eta in self.etas for k in self.k_refs]
+        return min(x), max(x)
+
+
+def _eta_at_zeta1(K: float, mu: float, k_ref: float) -> float:
+    """The ``eta`` at which Eq. 10 gives ``zeta = 1`` at ``k_ref``: with ``y = K eta`` and ``x = y k_ref``,
+    ``x^2 + 2 (1 - mu) x - (1 - mu)^2 + 2 y (1 + mu) = 0`` (:func:`pgrpo.theory.critical_damping_refresh_interval`)
+    is a quadratic in ``y``."""
+    a, b, c = k_ref ** 2, 2.0 * (1.0 - mu) * k_ref + 2.0 * (1.0 + mu), -(1.0 - mu) ** 2
+    return (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a) / K
+
+
+def _three_figures(value: float) -> float:
+    return float(f"{value:.3g}")
+
+
+#: the learning-rate rows :func:`bracketing_grid` can place, lowest eta first
+GRID_ROWS: tuple[str, ...] = ("zeta1", "threshold", "top")
+
+
+def bracketing_grid(K: float, mu: float, k_refs: Sequence[int], span: tuple[float, float] = (0.1, 10.0),
+                    rows: Sequence[str] = GRID_ROWS, eta_per_learning_rate: float = 1.0) -> KrefGrid:
+    """Learning rates that bracket Theorem 7's predictions on the ``k_refs`` ladder, one per named row of
+    :data:`GRID_ROWS` (see the module docstring).
+
+    ``eta_per_learning_rate``: the map's eta per unit of configured learning rate (1 for SGD; Adam's measured
+    effective step over its learning rate on the baseline)."""
+    ladder = sorted({int(k) for k in k_refs})
+    if not (K > 0 and math.isfinite(K)) or not ladder or ladder[0] < 1 or not (0 <= mu < 1):
+        raise ValueError(f"bracketing_grid: needs K > 0, 0 <= mu < 1 and K_ref >= 1 (K={K}, mu={mu}, {ladder})")
+    chosen = set(rows)
+    if not chosen <= set(GRID_ROWS) or len(chosen) < 2 or len(ladder) < 2 or not (0 < span[0] < 1 < span[1]):
+        raise ValueError(f"bracketing_grid: at least two rows of {GRID_ROWS} (got {list(rows)}), at least two "
+                         "K_ref, span (lo < 1 < hi)")
+    x_star = 1.0 - mu
+    placed = {
+        "zeta1": min(span[0] * x_star / (K * ladder[0]), _eta_at_zeta1(K, mu, math.sqrt(ladder[0] * ladder[1]))),
+        "threshold": x_star / (K * math.sqrt(ladder[-2] * ladder[-1])),  # Prop. 9 between the last two K_ref
+        "top": span[1] * x_star / (K * ladder[-1]),
+    }
+    etas = sorted(placed[row] for row in chosen)
+    rates = tuple(_three_figures(e / eta_per_learning_rate) for e in etas)
+    etas_used = tuple(lr * eta_per_learning_rate for lr in rates)
+    threshold = tuple(float(theory.critical_refresh_interval(e, mu, K)) for e in etas_used)
+    zeta1 = tuple(float(theory.critical_damping_refresh_interval(e, mu, K)) for e in etas_used)
+    return KrefGrid(K, mu, etas_used, rates, tuple(ladder), eta_per_learning_rate, threshold, zeta1)
 
 
 def predicted_regime(zeta: float, margin: float) -> str:
@@ -167,9 +294,11 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
             tol = max(band / gap, MIN_TOLERANCE)
             regime = classify_regime(np.concatenate([[start], smoothed[window:]]), target, tolerance=tol)
             label, crossings, overshoot = regime.label, regime.crossings, regime.overshoot
-    x = K * run.eta * run.k_ref
+    eta = run.map_eta
+    x = K * eta * run.k_ref
     margin = (1.0 - run.mu) - x
-    zeta = float(theory.damping_ratio(run.eta, run.mu, K, run.k_ref)) if K > 0 and math.isfinite(K) else nan
+    known = K > 0 and math.isfinite(K) and eta > 0
+    zeta = float(theory.damping_ratio(eta, run.mu, K, run.k_ref)) if known else nan
     predicted = predicted_regime(zeta, margin)
     if predicted == "unknown" or label not in ("monotone", "overshoot", "oscillatory"):
         agrees: bool | None = None  # flat, too short, or collapsed: outside what the linear model describes
@@ -178,7 +307,7 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
     ratio = run.is_ratio_max[np.isfinite(run.is_ratio_max)] if run.is_ratio_max is not None else np.array([])
     return RunRegime(run.name, run.eta, run.k_ref, label, int(crossings), float(overshoot), start, target, noise_se,
                      float(tol), x, margin, zeta, predicted, agrees,
-                     float(np.median(ratio)) if ratio.size else nan, float(np.max(ratio)) if ratio.size else nan)
+                     float(np.median(ratio)) if ratio.size else nan, float(np.max(ratio)) if ratio.size else nan, eta)
 
 
 def baseline_of(runs: Sequence[SweepRun]) -> SweepRun:
@@ -192,3 +321,53 @@ def agreement(regimes: Sequence[RunRegime]) -> tuple[int, int]:
     """(runs whose label agrees with Theorem 7's prediction, runs where both could be read)."""
     judged = [r for r in regimes if r.agrees is not None]
     return sum(bool(r.agrees) for r in judged), len(judged)
+
+
+@dataclass(frozen=True)
+class EtaFrontier:
+    """Along one learning-rate row: the first non-monotone ``K_ref`` observed (over its classifiable cells, after the
+    first monotone one: :func:`pgrpo.bandit.verdict.row_frontier`) and the first Theorem 7 predicts on the ladder
+    (``zeta < 1`` or past Prop. 9), beside the continuous ``zeta = 1`` and threshold ``K_ref``."""
+
+    learning_rate: float
+    eta: float
+    observed_k_ref: float
+    status: str
+    predicted_k_ref: float
+    zeta1_k_ref: float
+    threshold_k_ref: float
+    agrees: bool | None
+
+
+def eta_frontiers(regimes: Sequence[RunRegime], K: float, mu: float) -> list[EtaFrontier]:
+    """Per learning rate: the observed and predicted first non-monotone ``K_ref`` (``agrees`` None when the row has
+    no monotone cell to leave, or K is unknown)."""
+    from pgrpo.bandit.verdict import RANK, row_frontier
+
+    out = []
+    for lr in sorted({r.eta for r in regimes}):
+        row = sorted((r for r in regimes if r.eta == lr), key=lambda r: r.k_ref)
+        eta = float(np.median([r.map_eta for r in row]))
+        read = [r for r in row if r.label in RANK]
+        frontier = row_frontier(np.array([r.k_ref for r in read]), [r.label for r in read]) if read else None
+        observed = frontier.exit_k_ref if frontier else float("nan")
+        status = frontier.status if frontier else "no classifiable cell"
+        predicted = next((r.k_ref for r in row if r.predicted not in ("monotone", "unknown")), float("nan"))
+        known = K > 0 and math.isfinite(K) and eta > 0
+        zeta1 = float(theory.critical_damping_refresh_interval(eta, mu, K)) if known else float("nan")
+        threshold = float(theory.critical_refresh_interval(eta, mu, K)) if known else float("nan")
+        if not known or status in ("never_monotone", "no classifiable cell"):
+            agrees = None
+        elif status == "censored":  # monotone to the end of the ladder: agrees when nothing non-monotone predicted
+            agrees = not math.isfinite(predicted) or predicted > max(r.k_ref for r in read)
+        else:
+            agrees = observed == predicted
+        out.append(EtaFrontier(lr, eta, observed, status, predicted, zeta1, threshold, agrees))
+    return out
+
+
+def beyond_threshold(regimes: Sequence[RunRegime]) -> tuple[int, int]:
+    """(cells past Prop. 9's threshold that collapsed, cells past it): the linear model's divergence as the
+    bounded deep network realises it."""
+    past = [r for r in regimes if math.isfinite(r.margin) and r.margin < 0]
+    return sum(r.label == COLLAPSED for r in past), len(past)

@@ -34,6 +34,7 @@ LOG_COLUMNS = [
     "clip_ratio",
     "step_time",
     "eval_completion_length",
+    "effective_learning_rate",
 ]
 
 
@@ -54,6 +55,7 @@ TRAIN_METRIC_COLUMNS = {
     "loss": "loss",
     "clip_ratio/region_mean": "clip_ratio",
     "step_time": "step_time",
+    "effective_learning_rate": "effective_learning_rate",  # the map (3)'s eta (pgrpo.grpo.effective_step)
 }
 
 

@@ -91,23 +91,41 @@ def check_gpu_visible(wanted: dict[str, int], cuda_available: bool, device_count
     return _ok("gpu", f"{device_count} GPU(s) visible, {section}.resources.gpus = {n}")
 
 
-def check_driver(driver: str | None, torch_cuda: str | None) -> Check:
-    """The NVIDIA driver against the CUDA the torch wheel was built for (:data:`CUDA_MIN_DRIVER`)."""
-    if not torch_cuda:
+def variant_files(cuda_major: int) -> str:
+    """The env files of a CUDA major version (``software.cuda``)."""
+    return "envs/*-cu12.yaml" if cuda_major == 12 else "envs/*.yaml (the CUDA 13 envs, not *-cu12)"
+
+
+def check_driver(driver: str | None, torch_cuda: str | None, cuda_variant: str | int | None = None) -> Check:
+    """The NVIDIA driver against the CUDA the GPU envs are built for (:data:`CUDA_MIN_DRIVER`): ``cuda_variant`` is
+    ``software.cuda`` (the envs/*-cu12.yaml variants with "12"); without it, the CUDA of the torch wheel here. A torch
+    wheel of another CUDA than the variant (an env not built from the variant's file) is checked too."""
+    wheel = parse_version(torch_cuda) if torch_cuda else None
+    target = int(cuda_variant) if cuda_variant not in (None, "") else (wheel[0] if wheel else None)
+    if target is None:
         return _skip("driver", "torch is a CPU build (torch.version.cuda is None)")
-    cuda = parse_version(torch_cuda)
+    built = f"CUDA {torch_cuda}" if torch_cuda else f"CUDA {target}.x"
     have = parse_version(driver)
     if have is None:
-        return _skip("driver", f"torch built for CUDA {torch_cuda}; no NVIDIA driver found (nvidia-smi)")
-    need = CUDA_MIN_DRIVER.get(cuda[0]) if cuda else None
+        return _skip("driver", f"envs built for {built}; no NVIDIA driver found (nvidia-smi)")
+    need = CUDA_MIN_DRIVER.get(target)
     if need is None:
-        return _skip("driver", f"driver {driver}; no minimum known for CUDA {torch_cuda}")
+        return _skip("driver", f"driver {driver}; no minimum known for CUDA {target}.x")
     if have < need:
-        return _fail("driver", f"driver {driver} < {_v(need)} needed by CUDA {torch_cuda}",
-                     f"NVIDIA driver {driver} is older than {_v(need)}, the minimum for CUDA {cuda[0]}.x, and torch "
-                     f"was built for CUDA {torch_cuda}: torch will see no GPU (install a CUDA {cuda[0] - 1}.x build "
-                     "of torch or update the driver)")
-    return _ok("driver", f"driver {driver} >= {_v(need)} (CUDA {torch_cuda})")
+        older = [major for major, minimum in sorted(CUDA_MIN_DRIVER.items()) if have >= minimum]
+        advice = (f'set software.cuda: "12" ({variant_files(12)}) or update the driver'
+                  if older and older[-1] == 12 else "update the driver")
+        what = f"the envs (software.cuda = \"{cuda_variant}\")" if cuda_variant not in (None, "") else "torch"
+        return _fail("driver", f"driver {driver} < {_v(need)} needed by {built}",
+                     f"NVIDIA driver {driver} is older than {_v(need)}, the minimum for CUDA {target}.x, and {what} "
+                     f"{'are' if cuda_variant not in (None, '') else 'was'} built for {built}: torch will see no GPU "
+                     f"({advice})")
+    if wheel and wheel[0] != target and have < CUDA_MIN_DRIVER.get(wheel[0], (0,)):
+        return _fail("driver", f"torch built for CUDA {torch_cuda}, software.cuda = \"{target}\"",
+                     f"this env's torch was built for CUDA {torch_cuda}, which needs driver "
+                     f"{_v(CUDA_MIN_DRIVER[wheel[0]])} (this node has {driver}), but software.cuda = \"{target}\": "
+                     f"the env was not built from {variant_files(target)} (remove its .snakemake/conda env and run again)")
+    return _ok("driver", f"driver {driver} >= {_v(need)} ({built})")
 
 
 def check_bf16(wanted: bool, supported: bool | None) -> Check:

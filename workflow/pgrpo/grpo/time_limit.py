@@ -1,31 +1,75 @@
 """Time limits on a cluster: checkpoint and exit before the limit, resume on the retry (the run of Section 4.2 is
-longer than one SLURM time limit; ``pgrpo plan`` says by how much).
+longer than one SLURM time limit; ``pgrpo plan`` says by how much, and how early the warning must come).
 
-SIGURG is what the SLURM profile asks for before a training job's limit (``--signal=URG@<seconds>``, sent to every
-process of the job step). Its default action is to ignore it, so the Snakemake job step and the shell around the
-trainer carry on (SIGUSR1 would kill the Snakemake process of the step, ``B:USR1`` the batch shell of the plugin's
-``--wrap``); the trainer finishes the step in flight (up to the next refresh boundary, so the resumed run keeps the
-refresh schedule of Eq. 3), saves a checkpoint there and exits with :data:`EXIT_RESUMABLE` (EX_TEMPFAIL) without
-writing outputs; the retry resumes from that checkpoint.
+SIGURG is what the SLURM profile asks for before a training job's limit (``--signal=URG@<lead>``, sent to every
+process of the job step; the lead is the plan's: a checkpoint plus the longest evaluation the job can be in, plus a
+margin). Its default action is to ignore it, so the Snakemake job step and the shell around the trainer carry on
+(SIGUSR1 would kill the Snakemake process of the step, ``B:USR1`` the batch shell of the plugin's ``--wrap``).
+What the run does with it depends on where it is:
+
+- **start-up** (from the first line of ``python -m pgrpo train`` or ``doctor``, :func:`install_checkpoint_signal`
+  in ``pgrpo.__main__``, through loading the model, the data and the checkpoint): nothing has been trained since
+  the last checkpoint, so the process exits with :data:`EXIT_RESUMABLE` at once (:class:`StartupInterrupted`), and
+  the retry resumes from that checkpoint. A few steps that must not be cut in two (setting stale checkpoints
+  aside) run under :func:`signal_deferred`, which exits at their end instead.
+- **training** (:func:`enter_training`, on the trainer's ``on_train_begin``): the signal is recorded; the trainer
+  finishes the step in flight (up to the next refresh boundary, so the resumed run keeps the refresh schedule of
+  Eq. 3), saves a checkpoint there and exits with :data:`EXIT_RESUMABLE` without writing outputs.
+- **an evaluation on a refresh boundary** (the held-out evaluation every ``eval_steps``, which transformers runs
+  before it saves and which can last longer than the lead): the evaluation stops at its next batch
+  (:class:`EvaluationInterrupted`), the step's checkpoint is saved, the process exits with :data:`EXIT_RESUMABLE`;
+  the resumed run evaluates that step again first (the evaluation draws from its own seeded generator, so the
+  numbers are the uninterrupted run's). An evaluation at step 0 (``eval_on_start``) just stops: nothing to save.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
+from contextlib import contextmanager
 from typing import Any
 
 CHECKPOINT_SIGNAL = signal.SIGURG
 EXIT_RESUMABLE = 75
 
-_checkpoint_request: dict[str, Any] = {"signal": None, "previous": None}
+STARTUP = "start-up"
+TRAINING = "training"
+DEFERRED = "deferred"
+
+_checkpoint_request: dict[str, Any] = {"signal": None, "previous": None, "phase": None}
+
+
+class StartupInterrupted(SystemExit):
+    """CHECKPOINT_SIGNAL during start-up: exit with EXIT_RESUMABLE, nothing trained since the last checkpoint."""
+
+    def __init__(self) -> None:
+        super().__init__(EXIT_RESUMABLE)
+
+
+class EvaluationInterrupted(Exception):
+    """CHECKPOINT_SIGNAL during an evaluation: stop it, checkpoint the step it evaluates, exit EXIT_RESUMABLE."""
+
+    def __init__(self, step: int):
+        super().__init__(f"evaluation at step {step} interrupted by {signal.Signals(CHECKPOINT_SIGNAL).name}")
+        self.step = step
+
+
+def _startup_exit() -> None:
+    name = signal.Signals(CHECKPOINT_SIGNAL).name
+    print(f"pgrpo: {name} (time limit near) during start-up: nothing trained since the last checkpoint; exiting "
+          f"with {EXIT_RESUMABLE} at once, a re-run resumes from it", file=sys.stderr, flush=True)
+    raise StartupInterrupted()
 
 
 def _request_checkpoint(signum, frame) -> None:
     _checkpoint_request["signal"] = signum
+    if _checkpoint_request["phase"] == STARTUP:
+        _startup_exit()
 
 
 def install_checkpoint_signal() -> None:
-    """From now on CHECKPOINT_SIGNAL asks the run to checkpoint and exit (main thread only; idempotent)."""
+    """From now on CHECKPOINT_SIGNAL asks the run to stop resumably (main thread only; idempotent). A fresh install
+    starts in the start-up phase; installing again keeps the phase and any signal already recorded."""
     if signal.getsignal(CHECKPOINT_SIGNAL) is _request_checkpoint:
         return
     try:
@@ -33,56 +77,44 @@ def install_checkpoint_signal() -> None:
     except ValueError:  # not the main thread: no handler, the signal keeps its default (ignored)
         return
     _checkpoint_request["signal"] = None
+    _checkpoint_request["phase"] = STARTUP
 
 
 def uninstall_checkpoint_signal() -> None:
     if signal.getsignal(CHECKPOINT_SIGNAL) is _request_checkpoint:
         signal.signal(CHECKPOINT_SIGNAL, _checkpoint_request["previous"] or signal.SIG_DFL)
-    _checkpoint_request["signal"] = None
+    _checkpoint_request.update(signal=None, phase=None)
+
+
+def checkpoint_phase() -> str | None:
+    return _checkpoint_request["phase"]
+
+
+def enter_training() -> None:
+    """The trainer has begun: from now on a signal is recorded and acted on at a step boundary or in an evaluation."""
+    if _checkpoint_request["phase"] is not None:
+        _checkpoint_request["phase"] = TRAINING
+
+
+@contextmanager
+def signal_deferred():
+    """During start-up, a block that must not be cut in two: a signal in it exits at its end instead."""
+    if _checkpoint_request["phase"] != STARTUP:
+        yield
+        return
+    _checkpoint_request["phase"] = DEFERRED
+    try:
+        yield
+    finally:
+        _checkpoint_request["phase"] = STARTUP
+    if _checkpoint_request["signal"] is not None:
+        _startup_exit()
 
 
 def checkpoint_requested() -> bool:
     return _checkpoint_request["signal"] is not None
 
 
-def _any_process(flag: bool) -> bool:
-    """``flag`` on one process; under `accelerate launch` True on every process when it is True on any."""
-    import torch
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return flag
-    from accelerate import PartialState
-
-    value = torch.tensor([1.0 if flag else 0.0], device=PartialState().device)
-    dist.all_reduce(value, op=dist.ReduceOp.MAX)
-    return bool(value.item())
-
-
-def checkpoint_on_signal_callback_class():
-    """A ``TrainerCallback`` class: after CHECKPOINT_SIGNAL, save at the next optimizer step on a refresh boundary
-    and stop training (``stopped_at`` is that step)."""
-    from transformers import TrainerCallback
-
-    from pgrpo.grpo.training_config import generate_every_micro_steps
-
-    class CheckpointOnSignal(TrainerCallback):
-        def __init__(self, training: dict):
-            self.generate_every = generate_every_micro_steps(training)
-            self.accumulation = training["gradient_accumulation_steps"]
-            self.stopped_at: int | None = None
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if not _any_process(checkpoint_requested()):  # every process, every step
-                return control
-            step = state.global_step
-            on_boundary = (step * self.accumulation) % self.generate_every == 0 or (
-                self.accumulation % self.generate_every == 0
-            )
-            if on_boundary and step < state.max_steps:
-                control.should_save = True
-                control.should_training_stop = True
-                self.stopped_at = step
-            return control
-
-    return CheckpointOnSignal
+def on_refresh_boundary(step: int, accumulation: int, generate_every: int) -> bool:
+    """Whether optimizer step ``step`` ends a generation batch (its checkpoint resumes on the schedule of Eq. 3)."""
+    return (step * accumulation) % generate_every == 0 or accumulation % generate_every == 0

@@ -32,16 +32,21 @@ from pgrpo.grpo.checkpoints import (
     read_partial_log,
     run_spec_fingerprint,
 )
+from pgrpo.grpo.effective_step import effective_step_callback_class
+from pgrpo.grpo.eval_checkpoints import TRAIN_LOG_NAME, adapter_saver_callback_class, evaluates_in_jobs, reset_adapters
 from pgrpo.grpo.time_limit import (
     CHECKPOINT_SIGNAL,
     EXIT_RESUMABLE,
-    checkpoint_on_signal_callback_class,
+    EvaluationInterrupted,
     install_checkpoint_signal,
+    signal_deferred,
     uninstall_checkpoint_signal,
 )
+from pgrpo.grpo.time_limit_callback import checkpoint_on_signal_callback_class
 from pgrpo.grpo.training_config import (
     build_grpo_config,
     build_lora_config,
+    evaluation_seed,
     is_number,
     is_on_policy,
     objective_record,
@@ -147,6 +152,18 @@ def _trainer_class():
             cpu_vllm_weight_sync(getattr(self, "vllm_generation", None))
             self._policy_logps = None
             self._ratio_window: list[float] = [-math.inf, -math.inf]
+
+        def evaluate(self, *args, **kwargs):
+            """The held-out evaluation under its own seed (:func:`evaluation_seed`), the training's random state
+            put back after it: the same numbers inline, after a resume, or in a job of its own."""
+            step = self.state.global_step
+            if self.is_world_process_zero():
+                print(f"pgrpo train: evaluating at step {step}", file=sys.stderr, flush=True)
+            devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() \
+                else []
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(evaluation_seed(self.args.seed, step, self.accelerator.process_index))
+                return super().evaluate(*args, **kwargs)
 
         def _get_per_token_logps_and_entropies(self, *args, **kwargs):
             out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
@@ -262,6 +279,17 @@ def _step_log_callback_class():
     return StepLogCallback
 
 
+def _live_callback(training: dict, out: Path):
+    """pgrpo.live.DynamicsCallback: ``out/pgrpo/live.json`` beside log.csv; report only unless ``training.live``
+    sets a stop rule."""
+    from pgrpo.live.callback import DynamicsCallback
+
+    live = training["live"]
+    return DynamicsCallback(every=live["every"], stop_on=live["stop_on"],
+                            stop_if_plateau_below=live["stop_if_plateau_below"], reward_range=(0.0, 1.0),
+                            max_completion_length=training["max_completion_length"], output_dir=str(out))
+
+
 def _progress_callback_class():
     from transformers.trainer_callback import ProgressCallback
 
@@ -275,6 +303,18 @@ def _progress_callback_class():
                     self.training_bar.set_postfix(shown, refresh=False)
 
     return RewardProgressCallback
+
+
+def evaluation_pending(partial_log: Path, resume_step: int, args) -> bool:
+    """Whether the evaluation of the step a run resumes from is missing (a time limit cut it short): an eval step
+    (``eval_steps``; step 0 with ``eval_on_start``) with no eval row in the partial log."""
+    eval_steps = args.eval_steps if args.eval_strategy != "no" else None
+    if not eval_steps:
+        return False
+    last = args.max_steps is not None and args.max_steps > 0 and resume_step == args.max_steps  # the end's evaluation
+    due = (resume_step % int(eval_steps) == 0 or last) if resume_step > 0 else bool(args.eval_on_start)
+    return due and not any(row["kind"] == "eval" and row["step"] == resume_step
+                           for row in read_partial_log(partial_log))
 
 
 def check_dataset(dataset, role: str) -> None:
@@ -435,7 +475,10 @@ def train_grpo(
 
     out = Path(out_dir)
     checkpoint_dir = out / CHECKPOINT_DIRNAME
-    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None, cuda=cuda,
+    in_jobs = evaluates_in_jobs(training, eval_dataset is not None)  # eval_mode: checkpoints: adapters, no eval here
+    log_name = TRAIN_LOG_NAME if in_jobs else "log.csv"
+    args = build_grpo_config(training, G, seed, str(checkpoint_dir), has_eval=eval_dataset is not None and not in_jobs,
+                             cuda=cuda,
                              stop_token_ids=stop_token_ids, run_name=f"{model_name}-G{G}-seed{seed}")
     if "tensorboard" in (args.report_to or []):  # TRL's trackers write beside the run's own log.csv
         os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tracking" / "tensorboard"))
@@ -455,14 +498,18 @@ def train_grpo(
         },
     )
     if state.is_main_process:
-        for stale_output in ("log.csv", "meta.json", "merged"):  # a previous run's outputs never pass for this one's
+        # a previous run's outputs (and its live read, pgrpo/) never pass for this one's
+        for stale_output in ("log.csv", TRAIN_LOG_NAME, "meta.json", "merged", "pgrpo"):
             target = out / stale_output
             shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
-        resume_path, resume_step = prepare_checkpoint_dir(checkpoint_dir, fingerprint)
+        with signal_deferred():  # stale checkpoints are set aside whole, never half
+            resume_path, resume_step = prepare_checkpoint_dir(checkpoint_dir, fingerprint)
     state.wait_for_everyone()
     if not state.is_main_process:  # the main process has decided and cleaned up
         found = last_complete_checkpoint(checkpoint_dir)
         resume_path, resume_step = (str(found[0]), found[1]) if found else (None, 0)
+    if in_jobs and not resume_path and state.is_main_process:
+        reset_adapters(out)
     if resume_path and state.is_main_process:
         print(f"pgrpo train: resuming from {resume_path} (step {resume_step})", file=sys.stderr)
 
@@ -475,17 +522,37 @@ def train_grpo(
         processing_class=tokenizer,
         peft_config=build_lora_config(training["lora"]),
         callbacks=[
+            effective_step_callback_class()(),  # log.csv's effective_learning_rate (before the row is written)
             _step_log_callback_class()(checkpoint_dir / PARTIAL_LOG_NAME, reward_funcs[0].__name__),
             stop_on_signal := checkpoint_on_signal_callback_class()(training),
+            _live_callback(training, out),
         ],
     )
+    if in_jobs:  # the steps an inline run would evaluate, known once the trainer has its max_steps
+        saver = adapter_saver_callback_class()(out, training["eval_steps"], bool(training["eval_on_start"]))
+        saver.trainer = trainer
+        trainer.add_callback(saver)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for noisy in (ProgressCallback, PrinterCallback):
         trainer.remove_callback(noisy)
     trainer.add_callback(_progress_callback_class())
+    if resume_path:  # evaluate the resumed step first only where its evaluation was cut short by a time limit
+        trainer.args.eval_on_start = evaluation_pending(checkpoint_dir / PARTIAL_LOG_NAME, resume_step, args)
     try:
         trainer.train(resume_from_checkpoint=resume_path)
+    except EvaluationInterrupted as interrupted:  # the step is trained: save it, the resumed run evaluates it again
+        if interrupted.step > 0 and not (checkpoint_dir / f"checkpoint-{interrupted.step}").is_dir():
+            trainer._save_checkpoint(trainer.model, trial=None)
+        trainer.accelerator.wait_for_everyone()
+        uninstall_checkpoint_signal()
+        if state.is_main_process:
+            saved = f"checkpoint saved at step {interrupted.step}" if interrupted.step > 0 else "nothing to save"
+            print(f"pgrpo train: {signal.Signals(CHECKPOINT_SIGNAL).name} (time limit near) during the evaluation at "
+                  f"step {interrupted.step}: {saved}; exiting with {EXIT_RESUMABLE}, a re-run evaluates it again",
+                  file=sys.stderr)
+        end_process_group()
+        raise SystemExit(EXIT_RESUMABLE) from None
     except TrainingComplete:  # resumed from the final checkpoint: its weights are loaded, nothing is left to train
         pass
     except RewardFunctionError:
@@ -514,7 +581,7 @@ def train_grpo(
     trainer.accelerator.wait_for_everyone()
     end_process_group()  # the last collective: the main process merges and writes alone
     if not trainer.accelerator.is_main_process:
-        return TrainResult(out / "log.csv", out / "meta.json", None, last_step, resume_step)
+        return TrainResult(out / log_name, out / "meta.json", None, last_step, resume_step)
 
     merged_path = None
     if training["merge_adapters"]:
@@ -537,6 +604,7 @@ def train_grpo(
         "seed": seed,
         "eta": float(training["learning_rate"]),
         "mu": float(training["adam_beta1"]),
+        "optimizer": training["optimizer"],
         "k_ref": refresh_interval(training),
         "on_policy": is_on_policy(training),
         "beta": float(training["beta"]),
@@ -572,11 +640,12 @@ def train_grpo(
         "device": "cuda" if cuda else "cpu",
         "versions": library_versions(),
     }
+    meta["eval_mode"] = "checkpoints" if in_jobs else "inline"
     write_json(out / "meta.json", meta)
-    write_csv(out / "log.csv", frame)
+    write_csv(out / log_name, frame)
     if not training["keep_checkpoints"]:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
-    return TrainResult(out / "log.csv", out / "meta.json", merged_path, last_step, resume_step)
+    return TrainResult(out / log_name, out / "meta.json", merged_path, last_step, resume_step)
 
 
 def merge_adapter(base_model, adapter_dir: Path, tokenizer, merged_path: Path) -> None:

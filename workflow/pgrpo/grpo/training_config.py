@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrpo.errors import InputError
+from pgrpo.grpo.refresh import generate_every_micro_steps, refresh_interval  # noqa: F401 (re-exported)
 
 # Table 2 (Appendix B) plus the TRL/transformers settings the paper leaves at their defaults.
 TRAINING_DEFAULTS: dict[str, Any] = {
@@ -79,6 +80,8 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "logging_steps": 1,
     "eval_steps": 100,  # 0 or None: no evaluation
     "eval_on_start": False,  # True: also evaluate before the first update (a step-0 row of log.csv)
+    "eval_mode": "inline",  # checkpoints: adapters saved at the eval steps, each evaluated by a job of its own
+    "eval_job_batch_size": None,  # checkpoints: the evaluation job's batch (None: per_device_eval_batch_size)
     "num_generations_eval": None,  # None: = G (TRL's default)
     "per_device_eval_batch_size": None,  # None: smallest multiple of num_generations_eval >= train batch
     "beta": 0.005,
@@ -93,6 +96,9 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "vllm_importance_sampling_clip_max": 2.0,  # TIS cap C (TRL's first TIS default); sequence_mask drops whole rows
     "vllm_importance_sampling_clip_min": None,
     "report_to": "none",  # or wandb | trackio | tensorboard (a list for several): TRL's trackers beside log.csv
+    # adam: transformers' AdamW (beta1 = mu); sgd: torch.optim.SGD with momentum = adam_beta1 = mu, the heavy-ball
+    # map (3) itself (TrainingArguments optim="sgd", optim_args="momentum=mu"; Theorem 7's eta is the learning rate)
+    "optimizer": "adam",
     "adam_beta1": 0.9,
     "adam_beta2": 0.999,
     "weight_decay": 0.0,
@@ -118,7 +124,13 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "bf16": True,  # used only when CUDA is present
     "accelerate_config": None,  # launcher config for >1 GPU, e.g. config/accelerate/deepspeed_zero2.yaml
     "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
+    # pgrpo.live.DynamicsCallback on every run (live.json beside log.csv); report only unless a stop rule is set
+    "live": {"every": 10, "stop_on": [], "stop_if_plateau_below": None},
 }
+
+
+#: ``training.optimizer``: Adam (mu = adam_beta1) or heavy-ball SGD (momentum mu = adam_beta1, the map (3))
+OPTIMIZERS = ("adam", "sgd")
 
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
@@ -183,23 +195,36 @@ OBJECTIVE_READING: dict[str, str] = {
 #: Keys of ``training:`` that cannot change the trajectory (the log.csv rows): trackers, checkpoint cadence and
 #: retention, the merge after training, the launcher's accelerate file and the job's resources. Only the other keys
 #: reach rule train's params and the checkpoint fingerprint, so editing one of these re-trains nothing and a
-#: resumed run continues from its checkpoint (tests/test_reruns.py shows both with real runs, key by key). Not here,
-#: by measurement: ``eval_steps`` and the other eval keys (TRL's evaluation samples from the training RNG, so its
-#: cadence moves every later sample) and ``vllm_gpu_memory_utilization`` (not measurable without a GPU).
+#: resumed run continues from its checkpoint (tests/test_reruns.py shows both with real runs, key by key). Not here:
+#: ``eval_steps`` and the other eval keys (the evaluation has its own seeded generator, :func:`evaluation_seed`, so
+#: its cadence leaves the training columns alone, but the eval rows are the train job's output inline, and which
+#: adapters it saves in ``eval_mode: checkpoints``) and ``vllm_gpu_memory_utilization`` (not measurable without a
+#: GPU; vLLM's engine samples from its own stream).
 BOOKKEEPING_KEYS: tuple[str, ...] = (
     "report_to", "checkpoint_steps", "checkpoints_keep", "keep_checkpoints", "merge_adapters", "accelerate_config",
     "resources",
 )
 
 
+def live_stops(live: Any) -> bool:
+    """Whether ``training.live`` has a stop rule: then it shapes the trajectory (where the run ends); report only,
+    it is bookkeeping (it reads the log and changes no step)."""
+    return isinstance(live, dict) and bool(live.get("stop_on") or live.get("stop_if_plateau_below") is not None)
+
+
+def _bookkeeping(key: str, value: Any) -> bool:
+    return key in BOOKKEEPING_KEYS or (key == "live" and not live_stops(value))
+
+
 def trajectory_section(training: dict) -> dict:
-    """``training`` without its :data:`BOOKKEEPING_KEYS`: what rule train's params and the fingerprint hold."""
-    return {key: value for key, value in training.items() if key not in BOOKKEEPING_KEYS}
+    """``training`` without its :data:`BOOKKEEPING_KEYS` (and ``live`` when report only): what rule train's params
+    and the fingerprint hold."""
+    return {key: value for key, value in training.items() if not _bookkeeping(key, value)}
 
 
 def bookkeeping_section(training: dict) -> dict:
-    """The :data:`BOOKKEEPING_KEYS` of ``training`` present in it."""
-    return {key: value for key, value in training.items() if key in BOOKKEEPING_KEYS}
+    """The :data:`BOOKKEEPING_KEYS` of ``training`` present in it (and ``live`` when report only)."""
+    return {key: value for key, value in training.items() if _bookkeeping(key, value)}
 
 
 #: resources.gpus > 0 without CUDA stops the run (it would train on the CPU in fp32) unless this is "1": a CPU test
@@ -214,7 +239,7 @@ def resolve_training(training: dict | None) -> dict:
     for key, value in training.items():
         if key not in resolved:
             raise InputError(f"training.{key}: unknown key (known: {', '.join(sorted(resolved))})")
-        if key in ("lora", "resources"):
+        if key in ("lora", "resources", "live"):
             if not isinstance(value, dict):
                 raise InputError(f"training.{key}: expected a mapping, got {value!r}")
             for sub in value:
@@ -237,24 +262,6 @@ def _is_int(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def generate_every_micro_steps(training: dict) -> int:
-    """Micro-steps served by one generation batch: ``steps_per_generation * num_iterations`` (TRL's count)."""
-    steps_per_generation = training["steps_per_generation"] or training["gradient_accumulation_steps"]
-    return steps_per_generation * training["num_iterations"]
-
-
-def refresh_interval(training: dict) -> float:
-    """K_ref of Eq. (3) in optimizer steps: TRL's micro-step refresh period over the accumulation length.
-
-    On-policy TRL (generation period <= accumulation, dividing it) gives K_ref = 1. The value is an int when the
-    division is exact and a float otherwise.
-    """
-    ratio = generate_every_micro_steps(training) / training["gradient_accumulation_steps"]
-    if ratio <= 1 and training["gradient_accumulation_steps"] % generate_every_micro_steps(training) == 0:
-        return 1
-    return int(ratio) if float(ratio).is_integer() else ratio
 
 
 def dropout_disabled(training: dict) -> bool:
@@ -322,10 +329,16 @@ def validate_training(training: dict, G: int, *, num_processes: int = 1, cuda: b
         "eval_steps",
         "must be null, 0 (no evaluation) or an integer >= 1",
     )
+    _require(t["eval_mode"] in ("inline", "checkpoints"), "eval_mode",
+             f"must be inline (TRL evaluates inside the training job) or checkpoints (a job per evaluation step), "
+             f"got {t['eval_mode']!r}")
+    _require(t["eval_job_batch_size"] is None or (_is_int(t["eval_job_batch_size"]) and t["eval_job_batch_size"] >= 1),
+             "eval_job_batch_size", "must be null or an integer >= 1")
     _require(is_number(t["beta"]) and t["beta"] >= 0, "beta", "must be a number >= 0")
     _require(is_number(t["epsilon"]) and t["epsilon"] > 0, "epsilon", "must be a number > 0")
     _require(is_number(t["adam_beta1"]) and 0 <= t["adam_beta1"] < 1, "adam_beta1", "mu must lie in [0, 1)")
     _require(is_number(t["adam_beta2"]) and 0 <= t["adam_beta2"] < 1, "adam_beta2", "must lie in [0, 1)")
+    _require(t["optimizer"] in OPTIMIZERS, "optimizer", f"must be one of {', '.join(OPTIMIZERS)}, got {t['optimizer']!r}")
     _require(t["loss_type"] in LOSS_TYPES, "loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
     _require(
         t["importance_sampling_level"] in ("token", "sequence"),
@@ -457,6 +470,12 @@ def vllm_engine_seed(train_seed: int, trl_seed: int) -> int:
     return int(train_seed) + int(trl_seed)
 
 
+def evaluation_seed(train_seed: int, step: int, process_index: int = 0) -> int:
+    """The held-out evaluation's torch seed at optimizer step ``step``: its own generator, so the evaluation neither
+    draws from the training's random stream nor depends on when it runs (inline, resumed, or as its own job)."""
+    return (int(train_seed) * 1_000_003 + int(step) * 1_009 + int(process_index)) % (2**63 - 1)
+
+
 def objective_record(args) -> dict:
     """The objective's settings as the GRPOConfig ``args`` holds them (what TRL runs with), for meta.json."""
     record = {key: getattr(args, key, "absent") for key in OBJECTIVE_FIELDS}
@@ -564,6 +583,8 @@ def build_grpo_config(training: dict, G: int, seed: int, output_dir: str, *, has
         vllm_importance_sampling_clip_max=t["vllm_importance_sampling_clip_max"],
         vllm_importance_sampling_clip_min=t["vllm_importance_sampling_clip_min"],
     )
+    if t["optimizer"] == "sgd":  # heavy ball: v = mu v + g, theta -= eta v (torch.optim.SGD, dampening 0)
+        kwargs.update(optim="sgd", optim_args=f"momentum={float(t['adam_beta1'])!r}")
     # transformers 5 renamed gradient_checkpointing to activation_checkpointing (the old name still works)
     fields = {f.name for f in dataclasses.fields(GRPOConfig)}
     kwargs.update({k: v for k, v in PINNED_OBJECTIVE.items() if k in fields})

@@ -1,5 +1,5 @@
 """Stages ``diagnostics`` (the workflow's runs, Figures 2-5) and ``diagnose`` (any TRL log): read the logs,
-metadata and fits, run :mod:`pgrpo.diagnose` (the four read-outs of Figures 2-5 and the seven failure modes of
+metadata and fits, run :mod:`pgrpo.diagnose` (the four read-outs of Figures 2-5 and the failure modes of
 :mod:`pgrpo.diagnose.modes`), write the verdicts, the one-page summary and the figures atomically.
 """
 
@@ -212,6 +212,7 @@ def run_diagnose(
     max_completion_length: int | None = None,
     reward_range: Sequence[float] | None = None,
     allow_non_finite: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> DiagnosisReport:
     """``pgrpo diagnose LOG``: :func:`diagnose_log` with the config section validated and ``meta_json`` read first.
 
@@ -219,6 +220,7 @@ def run_diagnose(
     ``out_md`` (the one-page summary in Markdown), ``figure2..5`` and ``modes`` (.pdf, .png) in ``out_dir_figures``;
     ``out_dir`` gets all of them: ``verdicts.json``, ``summary.md``, ``summary.html`` and the figures. ``rules``
     (``ours``/``toolkit``), ``max_completion_length`` and ``reward_range`` override ``diagnostics.modes``;
+    ``settings`` (``eta``, ``mu``, ``k_ref``: ``--lr --beta1 --k-ref``) override the meta's, for Theorem 7;
     ``allow_non_finite`` reads NaN/infinite values as a divergence instead of refusing the log. Returns the report
     (:func:`summary_text` is what to print)."""
     from pgrpo.atomic import write_json, write_text
@@ -227,6 +229,8 @@ def run_diagnose(
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None
+    if settings:
+        meta = {**(meta or {}), **dict(settings)}
     curves = log_curves(log_path, meta, G, allow_non_finite)
     report = diagnose_curves(curves, config)
     figures: list[str] = []

@@ -32,6 +32,8 @@ from pgrpo.stages.diagnose import log_curves
 from pgrpo.tables.diagnose_benchmark import benchmark_markdown
 
 DEFAULT_DATA_DIR = "benchmarks/forecast/data"
+#: labels of the modes added after ``labels.json`` was written (oscillation, length_collapse, length_hacking)
+EXTRA_LABELS = "benchmarks/diagnose/labels_new_modes.json"
 
 
 def write_planted(out: Path) -> list[dict[str, Any]]:
@@ -48,15 +50,20 @@ def write_planted(out: Path) -> list[dict[str, Any]]:
     return runs
 
 
-def real_runs(data_dir: str | Path) -> list[dict[str, Any]]:
-    """The labelled public logs of ``data_dir``: every file named in its ``labels.json``."""
+def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABELS) -> list[dict[str, Any]]:
+    """The labelled public logs of ``data_dir``: every file named in its ``labels.json``, with the labels of
+    ``extra_labels`` (per file, the later modes) merged in; a mode labelled in neither is unknown (``label``
+    null)."""
     data_dir = Path(data_dir)
     labels_path = data_dir / "labels.json"
     if not labels_path.is_file():
         raise InputError(f"diagnose benchmark: {labels_path}: no such file")
     labels = json.loads(labels_path.read_text())
+    extra = json.loads(Path(extra_labels).read_text()) if extra_labels and Path(extra_labels).is_file() else {}
     runs = []
     for file, entry in sorted(labels.items()):
+        entry = {**{m: {"label": None, "onset_step": None, "reason": "not labelled"} for m in MODES
+                    if m not in entry}, **(extra.get(file) or {}), **entry}
         path = data_dir / file
         if not path.is_file():
             raise InputError(f"diagnose benchmark: {path} (named in {labels_path}): no such file")

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pgrpo.stages.model_files import model_config_json
 from pgrpo.errors import InputError
 from pgrpo.grpo import doctor as d
 from pgrpo.grpo.generation import resolve_evaluation
@@ -54,33 +55,29 @@ def _hub_dir(repo_id: str, kind: str) -> Path:
     return Path(constants.HF_HUB_CACHE) / f"{kind}s--{repo_id.replace('/', '--')}" / "snapshots"
 
 
-def model_config_json(spec: dict) -> dict | None:
-    """The model's config.json from its local path or the hub cache (never downloaded)."""
-    if spec.get("path") and (Path(spec["path"]) / "config.json").is_file():
-        return json.loads((Path(spec["path"]) / "config.json").read_text())
-    if spec.get("id"):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-
-            found = try_to_load_from_cache(spec["id"], "config.json", revision=spec.get("revision"))
-        except Exception:  # noqa: BLE001 (an odd id: not cached)
-            found = None
-        if isinstance(found, str):
-            return json.loads(Path(found).read_text())
-    return None
-
-
 def model_present(spec: dict) -> bool:
     if spec.get("path"):
         return Path(spec["path"]).exists()
     return model_config_json(spec) is not None
 
 
+def datasets_cache_dir() -> Path:
+    """Where ``datasets`` keeps prepared tables: HF_DATASETS_CACHE, else HF_HOME/datasets (as datasets.config)."""
+    from huggingface_hub import constants
+
+    return Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+
+
 def dataset_present(spec: dict) -> bool:
+    """A local path exists, or the hub id has a snapshot in the hub cache or a prepared table in the datasets
+    cache (what ``pgrpo prefetch`` leaves: ``load_dataset`` run online with the same HF_HOME)."""
     if spec.get("path"):
         return Path(spec["path"]).exists()
     snapshots = _hub_dir(spec["id"], "dataset")
-    return snapshots.is_dir() and any(snapshots.iterdir())
+    if snapshots.is_dir() and any(snapshots.iterdir()):
+        return True
+    prepared = datasets_cache_dir() / spec["id"].replace("/", "___")
+    return prepared.is_dir() and any(prepared.iterdir())
 
 
 def _params_b(spec: dict, config_json: dict | None) -> float:
@@ -101,7 +98,7 @@ def training_share(t: dict, weights: float, kv: float, gpu_memory: float | None)
 
 
 def job_checks(facts: dict, models: dict[str, dict], *, training: dict | None, evaluation: dict | None,
-               data: dict | None, runs_per_model: int, results_dir: str) -> list[d.Check]:
+               data: dict | None, runs_per_model: int, results_dir: str, cuda: str | None = None) -> list[d.Check]:
     """The checks for the given sections' GPU jobs (a section None is not checked)."""
     t = resolve_training(training) if training is not None else None
     e = resolve_evaluation(evaluation) if evaluation is not None else None
@@ -116,7 +113,7 @@ def job_checks(facts: dict, models: dict[str, dict], *, training: dict | None, e
     checks = [d.check_gpu_visible(wanted, facts["cuda_available"], facts["device_count"])]
     if not any(wanted.values()):
         return checks
-    checks.append(d.check_driver(facts["driver"], facts["torch_cuda"]))
+    checks.append(d.check_driver(facts["driver"], facts["torch_cuda"], cuda))
     checks.append(d.check_bf16(bool(t and wanted.get("training") and t["bf16"]), facts["bf16"]))
     gpu_memory = facts["gpu_memory"]
     cache, disk = [], 0.0
@@ -157,19 +154,22 @@ def job_checks(facts: dict, models: dict[str, dict], *, training: dict | None, e
 
 
 def run_doctor(*, config: dict | None = None, model: dict | None = None, training: dict | None = None,
-               evaluation: dict | None = None, data: dict | None = None, facts: dict | None = None) -> list[d.Check]:
-    """Print one line per check; raise :class:`InputError` with the first failure's problem."""
+               evaluation: dict | None = None, data: dict | None = None, facts: dict | None = None,
+               cuda: str | None = None) -> list[d.Check]:
+    """Print one line per check; raise :class:`InputError` with the first failure's problem. ``cuda``: the
+    ``software.cuda`` the job's env was built for (with ``config``, read from it)."""
     facts = facts or probe_gpu()
     if config is not None:
         models = {name: {"name": name, **spec} for name, spec in config["models"].items()}
         runs = len(config["group_sizes"]) * len(config["seeds"])
         checks = job_checks(facts, models, training=config["training"], evaluation=config["evaluation"],
-                            data=config["data"], runs_per_model=runs, results_dir="results")
+                            data=config["data"], runs_per_model=runs, results_dir="results",
+                            cuda=str((config.get("software") or {}).get("cuda", "13")))
     else:
         if not model:
             raise InputError("--model-json (with --training-json or --evaluation-json), or --config")
         checks = job_checks(facts, {model.get("name", "model"): model}, training=training, evaluation=evaluation,
-                            data=data, runs_per_model=1, results_dir="results")
+                            data=data, runs_per_model=1, results_dir="results", cuda=cuda)
     for check in checks:
         print(check.line())
     failed = d.first_failure(checks)

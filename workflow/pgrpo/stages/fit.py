@@ -245,6 +245,8 @@ def run_forecast(
     batch: float | None = None,
     total_steps: float | None = None,
     settings: Any = None,
+    target: float | None = None,
+    component_ranges: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """Forecast one run from its first ``fraction`` of steps with the forecaster (:func:`pgrpo.fit.forecast.forecast_run`):
     ``forecast`` at every step after the cut with 80%/95% intervals for the logged value, ``plateau`` and ``t90``
@@ -256,7 +258,10 @@ def run_forecast(
     ``trainer_state.json``, a bare ``log_history`` list, a TRL output folder, a CSV of TRL or W&B names).
     ``reward_range``: the reward's declared range (a workflow run's meta.json implies [0, 1]); ``batch``: completions
     per step (from the meta.json if omitted); ``total_steps``: the run's planned length (meta's ``max_steps``, else
-    the last logged step). Writes ``out_json`` (without it, prints :func:`describe_forecast`) and the figure."""
+    the last logged step); ``target``: also P(plateau >= target) and the step it is reached at (key ``target``).
+    A log with two or more reward functions (``rewards/<fn>/mean``) also gets each one forecast with its own range
+    and their sum (key ``components``, :mod:`pgrpo.fit.staged`; ``component_ranges``: fn -> (lo, hi) declared).
+    Writes ``out_json`` (without it, prints :func:`describe_forecast`) and the figure."""
     from pgrpo.atomic import write_json
     from pgrpo.fit.forecast import forecast_run
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
@@ -293,12 +298,17 @@ def run_forecast(
                          k_ref=float(meta["k_ref"]) if meta and meta.get("k_ref") is not None else None,
                          eval_series=eval_series)
     result = forecast_run(steps_all, values_all, fraction, total_steps, context, settings or ForecasterSettings(),
-                          column)
+                          column, target=target)
     legacy = forecast_curve(steps_all, values_all, fraction, law, total_steps, column)
     payload: dict[str, Any] = {"log": str(log_csv), **_run_identity(log_csv, meta), **result.to_dict(),
                                "method": "forecaster", "reward_range": list(reward_range) if reward_range else None,
                                "batch": batch, "single_law": legacy.to_dict()}
     payload.update(_summary_fields(result, legacy))
+    if column == "reward":
+        staged = _staged_forecast(log, fraction, total_steps, settings or ForecasterSettings(), component_ranges,
+                                  reward_range, target)
+        if staged is not None:
+            payload["components"] = staged
     if meta is not None and all(k in meta for k in ("eta", "mu", "k_ref")):
         payload["theory_early"] = link_to_theory(legacy.early, float(meta["eta"]), float(meta["mu"]),
                                                  float(meta["k_ref"])).to_dict()
@@ -308,11 +318,46 @@ def run_forecast(
         write_json(out_json, payload)
     else:
         print(describe_forecast(payload))
+        if payload.get("target"):
+            t = payload["target"]
+            p = none_to_nan(t.get("p_plateau_at_least"))
+            print(f"  target {t['target']:g}: P(plateau >= {t['target']:g}) = {p:.2f}; {t['message']}")
+        if payload.get("components"):
+            c = payload["components"]
+            print(f"  reward functions summed ({', '.join(c['functions'])}): plateau {fmt(c['plateau']['mean'])} "
+                  f"(80%: {fmt(c['plateau']['lo80'])} to {fmt(c['plateau']['hi80'])})"
+                  + (f"; P(plateau >= {target:g}) = {c['p_plateau_at_least']:.2f}" if target is not None
+                     and c.get("p_plateau_at_least") is not None else ""))
+            for note in c.get("notes", []):
+                print(f"  note: {note}")
     if out_png or out_pdf:
         from pgrpo.figures.forecasts import run_forecast_figure
 
         save_pdf_png(run_forecast_figure(steps_all, values_all, payload, title(payload)), out_pdf, out_png)
     return payload
+
+
+def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | None, settings: Any,
+                     component_ranges: Mapping[str, Sequence[float]] | None,
+                     reward_range: tuple[float, float] | None, target: float | None = None) -> dict[str, Any] | None:
+    """The reward functions' forecasts summed (:func:`pgrpo.fit.staged.forecast_components`), where the log has two
+    or more ``rewards/<fn>/mean`` columns (with ``target``: P(summed plateau >= target)); None otherwise."""
+    from pgrpo.fit.staged import component_columns, forecast_components
+
+    columns = component_columns(log.columns)
+    if len(columns) < 2:
+        return None
+    series = {fn: (log["step"].to_numpy(float), log[col].to_numpy(float)) for fn, col in columns.items()}
+    ranges = {str(k): (float(v[0]), float(v[1])) for k, v in (component_ranges or {}).items()}
+    unknown = sorted(set(ranges) - set(series))
+    if unknown:
+        raise InputError(f"--component-range names '{unknown[0]}', not a reward function of the log "
+                         f"(functions: {', '.join(series)})")
+    staged = forecast_components(series, fraction, total_steps, settings, ranges, reward_range)
+    out = staged.to_dict()
+    if target is not None and staged.plateau_draws is not None:
+        out["p_plateau_at_least"] = float(np.mean(staged.plateau_draws >= target))
+    return out
 
 
 def _summary_fields(result: Any, legacy: Any) -> dict[str, Any]:

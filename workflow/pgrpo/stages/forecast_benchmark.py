@@ -9,7 +9,11 @@ per-forecast CSV, the Markdown summary and the figure, written atomically.
     <= 300 points, the logged value the mean of B = 32 completions drawn from the step's policy (binomial around p),
     an eval column at every 12th logged point the mean of 384;
 (c) ``real``: public TRL GRPO logs (``benchmarks/forecast/data/``: source and license in ``SOURCES.md``, the
-    dev/holdout split in ``labels.json``, fixed before any method was tuned).
+    dev/holdout split in ``labels.json``, fixed before any method was tuned);
+(d) ``closed-form``: the generated families of :func:`pgrpo.fit.truth.closed_form_families` (true mean known, each
+    family a sweep), and ``bandit sweep``: the exact bandit over the ``calib`` settings' (eta, K_ref, mu) grid at one
+    length (:data:`SWEEP_STEPS`), a sweep. Every bandit curve's truth is its own policy's expected reward ``p(t)``
+    (for a finite-G run: that run's, without the logging noise).
 
 Methods and levers are chosen on ``dev``; ``holdout`` is reported apart. The bandit's and the workflow's splits use
 the real corpus's rule on the setting's (run's) name: ``sha1 % 3 == 0`` -> holdout.
@@ -33,7 +37,7 @@ from pgrpo.stages.logs import read_run_log
 
 #: the ``forecast_benchmark`` config section's defaults
 DEFAULTS: dict[str, Any] = {"data_dir": "benchmarks/forecast/data", "fractions": [0.1, 0.25, 0.5],
-                            "bandit_settings": None, "levers": True}
+                            "bandit_settings": None, "levers": True, "closed_form": True, "bandit_sweep": True}
 
 
 #: (name, rewards, eta, mu, K_ref, beta): overdamped to oscillatory, slow to fast, three reward shapes
@@ -138,7 +142,8 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
     curve, and its eval reward where it has at least :data:`MIN_POINTS` points; split and provenance from
     ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the
     file's ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named in its ``task``) is its
-    declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults. No folder: no curves."""
+    declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep
+    (:func:`with_study_sweeps`). No folder: no curves."""
     root = Path(data_dir)
     if not root.is_dir():
         return []
@@ -168,6 +173,20 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
                                    k_ref=TRL_DEFAULT_K_REF),
                 provenance={"source": info.get("source", {}), "model": info.get("model"), "task": task,
                             "file": path.name}))
+    return with_study_sweeps(curves)
+
+
+def with_study_sweeps(curves: list[Curve]) -> list[Curve]:
+    """The real logs that are runs of one study, as a sweep: the same author (the file name's first word), column,
+    length (last step) and split, two runs or more."""
+    groups: dict[tuple, list[Curve]] = {}
+    for curve in curves:
+        author = curve.id.split("/")[0].split("_")[0]
+        groups.setdefault((author, curve.column, float(curve.steps[-1]), curve.split), []).append(curve)
+    for (author, column, last, _), members in groups.items():
+        if len(members) >= 2:
+            for curve in members:
+                curve.sweep = f"real/{author}/{column}@{last:g}"
     return curves
 
 
@@ -222,6 +241,7 @@ def bandit_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS, simulator: Callab
             rng = np.random.default_rng([index, G or 0, seed or 0, 7])
             p = np.asarray(p)[t.astype(int)]
             curves.append(Curve(
+                truth=p.astype(float),
                 id=f"bandit/{name}/{tag}" + (f"/seed{seed}" if seed is not None else ""), part="bandit",
                 split=split_of(name), column="reward", steps=t, values=_observe(p, r_max, BANDIT_BATCH, rng),
                 context=RunContext(reward_range=(float(r.min()), r_max), batch=BANDIT_BATCH, mu=mu, k_ref=k_ref),
@@ -232,6 +252,51 @@ def bandit_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS, simulator: Callab
                 group=f"bandit/{name}", eval_steps=t[::EVAL_EVERY_POINTS],
                 eval_values=_observe(p[::EVAL_EVERY_POINTS], r_max, EVAL_BATCH, rng)))
     return curves, notes
+
+
+#: the bandit sweep's length and logging interval
+SWEEP_STEPS, SWEEP_EVERY = 400, 2
+
+
+def bandit_sweep_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS) -> list[Curve]:
+    """The exact bandit over the ``calib`` settings (one reward vector, the (eta, mu, K_ref, beta) grid) for
+    :data:`SWEEP_STEPS` steps each, logged as in part (b): one sweep, its runs compared with one another."""
+    from pgrpo import bandit
+
+    curves = []
+    t = np.arange(0, SWEEP_STEPS + 1, SWEEP_EVERY, dtype=float)
+    for index, (name, rewards, eta, mu, k_ref, beta) in enumerate(settings):
+        if not name.startswith("calib"):
+            continue
+        r = np.asarray(rewards, float)
+        p = np.asarray(bandit.simulate(r, eta, mu, beta, k_ref, SWEEP_STEPS), float)[t.astype(int)]
+        rng = np.random.default_rng([index, 17])
+        curves.append(Curve(
+            id=f"bandit-sweep/{name}", part="bandit sweep", split=split_of("bandit-sweep"), column="reward", steps=t,
+            values=_observe(p, float(r.max()), BANDIT_BATCH, rng), truth=p,
+            context=RunContext(reward_range=(float(r.min()), float(r.max())), batch=BANDIT_BATCH, mu=mu, k_ref=k_ref),
+            provenance={"setting": f"{name}: eta={eta}, mu={mu}, K_ref={k_ref}, beta={beta}, {SWEEP_STEPS} steps",
+                        "source": "pgrpo.bandit.simulate"}, sweep="bandit-sweep/calib"))
+    return curves
+
+
+def closed_form_corpus(seed: int = 0) -> list[Curve]:
+    """Part (d): :func:`pgrpo.fit.truth.closed_form_families` as curves (reward range [0, 1], B = 32; a two-stage
+    curve carries its two reward functions with their ranges). Split: :func:`split_of` the family's name (the
+    whole sweep on one side)."""
+    from pgrpo.fit.truth import FAMILY_BATCH, closed_form_families
+
+    curves = []
+    for g in closed_form_families(seed):
+        components = ({fn: (ct, cy, r_range) for fn, (ct, cy, _, r_range) in g.components.items()}
+                      if g.components else None)
+        curves.append(Curve(
+            id=f"closed-form/{g.family}/{g.member}", part="closed-form", split=split_of(f"closed-form/{g.family}"),
+            column="reward", steps=g.steps, values=g.values, truth=g.truth,
+            context=RunContext(reward_range=(0.0, 1.0), batch=FAMILY_BATCH),
+            provenance={"setting": f"{g.family} / {g.member}", "source": "pgrpo.fit.truth.closed_form_families"},
+            sweep=f"closed-form/{g.family}", family=g.family, components=components))
+    return curves
 
 
 def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]:
@@ -266,6 +331,8 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
            default.replace(guard=mode) for mode in ("off", "points", "blend", "switch") if mode != default.guard},
         name(default.flat_level == "smoothed", "flat law at the smoothed end level", "flat law at the window's mean"):
             default.replace(flat_level="mean" if default.flat_level == "smoothed" else "smoothed"),
+        name(default.drift > 0, "+ drift (s.d. 0.5 x the residual's at h = W, growing as sqrt(h / W))", "- drift"):
+            default.replace(drift=0.0 if default.drift > 0 else 0.5),
     }
 
 
@@ -292,11 +359,17 @@ def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence
     real = real_corpus(folder)
     notes.append(f"(c) real public logs: {len(real)} curves from {folder}" if real
                  else f"(c) real public logs: not run (no logs under {folder})")
+    generated = closed_form_corpus() if cfg["closed_form"] else []
+    sweep = bandit_sweep_corpus(settings) if cfg["bandit_sweep"] and settings else []
+    notes.append(f"(d) closed-form families: {len(generated)} curves in {len({c.sweep for c in generated})} sweeps, "
+                 f"true mean known; bandit sweep: {len(sweep)} exact runs of one (eta, K_ref, mu) grid"
+                 if generated or sweep else "(d) closed-form families: not run")
     default = ForecasterSettings()
     levers = ({name: forecaster_method(s) for name, s in lever_variants(default).items()} if cfg["levers"]
               else None)
-    return run_forecast_benchmark(own + bandit + real, default_methods(default), out_csv, out_md, out_png,
-                                  fractions=cfg["fractions"], levers=levers, notes=notes, progress=progress)
+    return run_forecast_benchmark(own + bandit + real + generated + sweep, default_methods(default), out_csv, out_md,
+                                  out_png, fractions=cfg["fractions"], levers=levers, notes=notes, progress=progress,
+                                  lever_parts=("workflow", "bandit", "real"))
 
 
 def _num(value: Any) -> float | None:
@@ -321,7 +394,8 @@ def _finite(steps: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
 def run_forecast_benchmark(corpus: Sequence[Curve], methods: Mapping[str, Callable], out_csv: str, out_md: str,
                            out_png: str | None = None, fractions: Sequence[float] = (0.1, 0.25, 0.5),
                            levers: Mapping[str, Callable] | None = None, lever_fraction: float = 0.25,
-                           notes: Sequence[str] = (), progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                           notes: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+                           lever_parts: Sequence[str] | None = None) -> dict[str, Any]:
     """Score ``methods`` on ``corpus`` at each fraction (and the lever variants ``levers`` at ``lever_fraction``),
     write the rows (CSV), the summary (Markdown, with ``notes``) and the figure; return rows and summary."""
     import pandas as pd
@@ -334,7 +408,8 @@ def run_forecast_benchmark(corpus: Sequence[Curve], methods: Mapping[str, Callab
     rows = run_protocol(corpus, methods, fractions, progress=progress)
     lever_rows: list[dict[str, Any]] = []
     if levers:
-        lever_rows = run_protocol(corpus, {"persistence": methods["persistence"], **levers}, [lever_fraction],
+        lever_corpus = [c for c in corpus if lever_parts is None or c.part in lever_parts]
+        lever_rows = run_protocol(lever_corpus, {"persistence": methods["persistence"], **levers}, [lever_fraction],
                                   progress=progress)
         lever_rows = [r for r in lever_rows if r.get("method") != "persistence"]
     summary = summarize(rows)

@@ -10,22 +10,35 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgrpo.stages.model_files import model_config_json as local_config_json
 from pgrpo.errors import InputError
 from pgrpo.grpo.benchmarks import resolve_benchmark
 from pgrpo.grpo.generation import resolve_evaluation
-from pgrpo.grpo.plan import JobPlan, plan_evaluation, plan_training, resolve_plan
+from pgrpo.grpo.plan import (
+    JobPlan,
+    evaluation_rounds,
+    plan_checkpoint_evaluations,
+    plan_evaluation,
+    plan_training,
+    resolve_plan,
+)
+from pgrpo.grpo.plan_models import ARCHITECTURES, ModelShape, model_shape
 from pgrpo.grpo.training_config import eval_batch_size, resolve_training
 
 
 @dataclass
 class GridPlan:
-    """The jobs of a grid, the plan settings they were priced with, and their totals."""
+    """The jobs of a grid (the configured ``training.eval_mode``), the plan settings they were priced with, the
+    training side of both eval modes (:func:`mode_totals` compares them) and the seconds measured by a run."""
 
     jobs: list[JobPlan]
     settings: dict
+    eval_mode: str = "inline"
+    modes: dict[str, list[JobPlan]] = field(default_factory=dict)  # mode -> train and train_eval rows
+    measured: dict[str, float] = field(default_factory=dict)  # job -> seconds (results/benchmarks/**/*.tsv)
 
     @property
     def gpu_hours(self) -> float:
@@ -36,6 +49,43 @@ class GridPlan:
             if j.job == name:
                 return j
         raise KeyError(name)
+
+    def signal_lead_s(self, name: str) -> int:
+        """Seconds before its limit a training job gets SIGURG (``--signal=URG@<lead>``), from the plan."""
+        return int(self.job(name).signal_lead_s or 0)
+
+    def mode_totals(self) -> dict[str, dict]:
+        """Per eval mode: GPU-hours of the grid (benchmark evaluations included), the share that is evaluation
+        (inline evaluation inside training, the separate evaluation jobs, the benchmark evaluations), the jobs
+        that do not fit and the most submissions a training job takes."""
+        benchmark = [j for j in self.jobs if j.kind == "evaluate"]
+        out = {}
+        for mode, rows in self.modes.items():
+            jobs = rows + benchmark
+            total = sum(j.gpu_hours for j in jobs)
+            in_training = sum(j.split.get("eval", 0.0) * j.gpus for j in rows if j.kind == "train")
+            eval_jobs = sum(j.gpu_hours for j in rows if j.kind == "train_eval")
+            bench = sum(j.gpu_hours for j in benchmark)
+            train = [j for j in rows if j.kind == "train"]
+            out[mode] = {
+                "gpu_hours": total, "training_eval_gpu_hours": in_training + eval_jobs,
+                "benchmark_gpu_hours": bench,
+                "eval_share": (in_training + eval_jobs + bench) / total if total else 0.0,
+                "training_eval_share": (in_training + eval_jobs) / total if total else 0.0,
+                "not_fitting": [j.job for j in jobs if not j.fits],
+                "max_submissions": max((j.submissions for j in train), default=1),
+                "jobs": sum(j.count for j in jobs),
+            }
+        return out
+
+    def calibration(self) -> dict | None:
+        """Measured / planned seconds over the jobs a run measured (None when none was): the factor to divide the
+        profile's rates by, so that the plan matches this machine."""
+        pairs = [(self.measured[j.job], j.hours * 3600) for j in self.jobs if j.job in self.measured]
+        if not pairs:
+            return None
+        measured, planned = sum(m for m, _ in pairs), sum(p for _, p in pairs)
+        return {"jobs": len(pairs), "measured_s": measured, "planned_s": planned, "ratio": measured / planned}
 
 
 def count_rows(path: str) -> int | None:
@@ -113,11 +163,61 @@ def _mean_tokens(value, bound) -> float:
     return float(value) if value else float(bound)
 
 
-def build_plan(config: dict) -> GridPlan:
-    """Price every training job (model x G x seed) and evaluation job (model x variant x benchmark) of ``config``."""
+EVAL_MODES = ("inline", "checkpoints")
+
+
+def model_architecture(name: str, spec: dict, config: dict, settings: dict) -> tuple[dict | None, str]:
+    """A model's ``config.json`` keys and where they come from: ``plan.architectures.<name>``, the tiny model's
+    ``tiny.architecture``, a local or cached ``config.json`` (never downloaded), the paper's table by hub id."""
+    if name in (settings.get("architectures") or {}):
+        return dict(settings["architectures"][name]), f"plan.architectures.{name}"
+    if spec.get("build_tiny") and (config.get("tiny") or {}).get("architecture"):
+        return dict(config["tiny"]["architecture"]), "tiny.architecture (the workflow builds it)"
+    found = local_config_json(spec)
+    if found:
+        return found, f"config.json of {spec.get('path') or spec.get('id')}"
+    known = ARCHITECTURES.get(spec.get("id") or "")
+    if known:
+        return {k: v for k, v in known.items() if k != "source"}, known["source"]
+    return None, f"models.{name}: no config.json and not in pgrpo.grpo.plan_models.ARCHITECTURES"
+
+
+def model_shapes(config: dict, settings: dict, t: dict) -> dict[str, ModelShape]:
+    """Each model's :class:`ModelShape` (size, KV bytes a token, LoRA parameters under ``training.lora``)."""
+    out = {}
+    for name, spec in config["models"].items():
+        architecture, source = model_architecture(name, spec, config, settings)
+        out[name] = model_shape(model_params_b(name, spec), architecture, source, lora_r=t["lora"]["r"],
+                                lora_targets=t["lora"]["target_modules"])
+    return out
+
+
+def measured_seconds(root: str | Path = "results/benchmarks") -> dict[str, float]:
+    """Seconds a run measured per job (Snakemake ``benchmark:`` files, column ``s``, the mean of repeats):
+    ``train/<model>/G<G>/seed<seed>.tsv`` and ``evaluate/<model>/<variant>/<benchmark>.tsv`` under ``root``."""
+    import csv
+
+    out: dict[str, float] = {}
+    base = Path(root)
+    for kind in ("train", "evaluate"):
+        for path in sorted((base / kind).glob("*/*/*.tsv")) if (base / kind).is_dir() else []:
+            with open(path, newline="") as handle:
+                rows = [float(r["s"]) for r in csv.DictReader(handle, delimiter="\t") if r.get("s")]
+            if rows:
+                out[str(path.relative_to(base).with_suffix(""))] = sum(rows) / len(rows)
+    return out
+
+
+def build_plan(config: dict, benchmarks_dir: str | Path | None = "results/benchmarks") -> GridPlan:
+    """Price every training job (model x G x seed) in both eval modes, the separate evaluation jobs of
+    ``eval_mode: checkpoints`` and every benchmark evaluation job (model x variant x benchmark) of ``config``;
+    ``jobs`` are those of the configured ``training.eval_mode`` (default inline)."""
     settings = resolve_plan(config.get("plan"))
     profile = settings["profile"]
     t = resolve_training(config.get("training"))
+    eval_mode = (config.get("training") or {}).get("eval_mode") or t.get("eval_mode") or "inline"
+    if eval_mode not in EVAL_MODES:
+        raise InputError(f"training.eval_mode: {eval_mode!r} is not one of {', '.join(EVAL_MODES)}")
     evaluation = resolve_evaluation(config.get("evaluation"))
     sizes = (config.get("synthetic") or {}).get("sizes") or {}
     data = config.get("data") or {}
@@ -133,15 +233,29 @@ def build_plan(config: dict) -> GridPlan:
     backend = evaluation["backend"]
     if backend == "auto":
         backend = "transformers" if settings["gpu"] == "cpu" else "vllm"
-    jobs: list[JobPlan] = []
+    training_backend = "vllm" if t["use_vllm"] else "transformers"
+    shapes = model_shapes(config, settings, t)
+    common = dict(prompt_tokens=prompt, completion_tokens=completion, profile=profile, margin=settings["margin"],
+                  limit_min=limit)
+    modes: dict[str, list[JobPlan]] = {mode: [] for mode in EVAL_MODES}
+    benchmark_jobs: list[JobPlan] = []
     for model, spec in config["models"].items():
-        params_b = model_params_b(model, spec)
+        shape = shapes[model]
         for G in config["group_sizes"]:
             for seed in config["seeds"]:
-                jobs.append(plan_training(
-                    job=f"train/{model}/G{G}/seed{seed}", params_b=params_b, G=G, t=t, n_train=n_train,
-                    n_eval=n_eval or 0, prompt_tokens=prompt, completion_tokens=completion, profile=profile,
-                    margin=settings["margin"], limit_min=limit, eval_batch=eval_batch_size(t, G)))
+                run = f"{model}/G{G}/seed{seed}"
+                for mode in EVAL_MODES:
+                    train = plan_training(
+                        job=f"train/{run}", params_b=shape.params_b, G=G, t=t, n_train=n_train, n_eval=n_eval or 0,
+                        eval_batch=eval_batch_size(t, G), shape=shape, eval_mode=mode,
+                        max_submissions=settings["max_submissions"], signal_margin_s=settings["signal_margin_s"],
+                        **common)
+                    modes[mode].append(train)
+                    if mode == "checkpoints" and evaluation_rounds(train.steps, t, n_eval or 0):
+                        modes[mode].append(plan_checkpoint_evaluations(
+                            job=f"train_eval/{run}", params_b=shape.params_b, G=G, t=t, steps=train.steps,
+                            n_eval=n_eval or 0, share=float(evaluation["vllm_gpu_memory_utilization"]),
+                            backend=training_backend, batch_size=evaluation["batch_size"], shape=shape, **common))
         variants = ["base"] + [f"G{G}_seed{seed}" for G in config["group_sizes"] for seed in config["seeds"]]
         for name, bench in (config.get("benchmarks") or {}).items():
             bench = resolve_benchmark(name, bench)
@@ -150,11 +264,15 @@ def build_plan(config: dict) -> GridPlan:
                 raise InputError(f"benchmarks.{name}.num_rows: the plan needs the benchmark's size "
                                  "(or max_examples)")
             for variant in variants:
-                jobs.append(plan_evaluation(
-                    job=f"evaluate/{model}/{variant}/{name}", params_b=params_b, n_problems=n_problems,
+                benchmark_jobs.append(plan_evaluation(
+                    job=f"evaluate/{model}/{variant}/{name}", params_b=shape.params_b, n_problems=n_problems,
                     evaluation=evaluation, backend=backend, prompt_tokens=prompt, completion_tokens=eval_completion,
-                    profile=profile, margin=settings["margin"], limit_min=limit))
-    return GridPlan(jobs=jobs, settings={k: v for k, v in settings.items() if k != "throughput"})
+                    profile=profile, margin=settings["margin"], limit_min=limit, shape=shape))
+    settings = {k: v for k, v in settings.items() if k != "throughput"}
+    settings["shapes"] = {name: shape.source for name, shape in shapes.items()}
+    measured = measured_seconds(benchmarks_dir) if benchmarks_dir else {}
+    return GridPlan(jobs=modes[eval_mode] + benchmark_jobs, settings=settings, eval_mode=eval_mode, modes=modes,
+                    measured=measured)
 
 
 def run_plan(config: dict, out_md: str | None = None) -> GridPlan:
@@ -163,7 +281,7 @@ def run_plan(config: dict, out_md: str | None = None) -> GridPlan:
     from pgrpo.tables.plan import plan_markdown
 
     plan = build_plan(config)
-    text = plan_markdown(plan.jobs, plan.settings)
+    text = plan_markdown(plan)
     print(text, end="")
     if out_md:
         write_text(out_md, text)

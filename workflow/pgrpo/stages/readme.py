@@ -243,7 +243,8 @@ def kref_sweep_facts(summary_json: str) -> dict:
     runs = [{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k))) for k in keys}
             for r in d.get("runs") or []]
     return {"K": _num((d.get("stiffness") or {}).get("K")), "baseline": str(d.get("baseline")), "mu": _num(d.get("mu")),
-            "agree": _num(agreement.get("agree")), "judged": _num(agreement.get("judged")), "runs": runs}
+            "agree": _num(agreement.get("agree")), "judged": _num(agreement.get("judged")), "runs": runs,
+            "jobs": [str(j) for j in d.get("jobs") or []]}  # every job of the sweep (arm/run, baselines too)
 
 
 def _job_seconds(tsv: Path) -> float | None:
@@ -358,13 +359,37 @@ def diagnose_benchmark_facts(summary_csv: str) -> list[dict]:
     return out
 
 
+#: the fields of a live-benchmark record the pages quote (rule live_benchmark, results/live_benchmark/summary.json)
+LIVE_BENCHMARK_FIELDS = ("split", "rule_set", "mode", "covered", "logs", "failed", "detected", "stopped", "timed",
+                         "median_latency", "median_latency_reads", "median_latency_share", "latency_met", "healthy",
+                         "false_alarms", "false_stops", "false_stop_met", "saved_share", "reward_lost")
+
+
+def live_benchmark_facts(summary_json: str) -> dict:
+    """The live benchmark's records per split, rule set and mode and its replay settings
+    (``results/live_benchmark/summary.json``, rule live_benchmark); the wall-clock cost per read is left out."""
+    data = _read_json(summary_json)
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise InputError(f"live benchmark {summary_json}: no 'records' list")
+    records = []
+    for record in data["records"]:
+        missing = [k for k in LIVE_BENCHMARK_FIELDS if k not in record]
+        if missing:
+            raise InputError(f"live benchmark {summary_json}: a record has no '{missing[0]}'")
+        records.append({k: record[k] for k in LIVE_BENCHMARK_FIELDS})
+    settings = data.get("settings") or {}
+    return {"records": records, "logs_per_split": dict(data.get("logs_per_split") or {}),
+            "every": settings.get("every"), "forecast_every": settings.get("forecast_every")}
+
+
 def collect_facts(symbolic_json: str | None = None, calibration_json: str | None = None,
                   bandit_verdict_md: str | None = None, model_dirs: Sequence[str] = (), logs: Sequence[str] = (),
                   table1_summary_csv: str | None = None, fits_jsons: Sequence[str] = (),
                   diagnostics_json: str | None = None, eval_jsons: Sequence[str] = (),
                   benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None,
                   diagnose_benchmark_csv: str | None = None, finite_g_md: str | None = None,
-                  kref_sweep_json: str | None = None, figures: Sequence[str] = ()) -> dict[str, Any]:
+                  kref_sweep_json: str | None = None, figures: Sequence[str] = (),
+                  live_benchmark_json: str | None = None) -> dict[str, Any]:
     """The facts of the README's summary and the results pages from the given result files; a file that cannot be
     read is named under ``missing`` (its section is left out) rather than stopping the run. Then how far a rerun
     reproduces each section, the seed spread of the train reward's rise, and the headline numbers with their
@@ -372,7 +397,8 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
     missing: list[str] = []
     facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
                              "diagnostics": [], "finite_g": None, "kref_sweep": None, "forecast": [],
-                             "diagnose_benchmark": [], "timings": [], "figures": [], "missing": missing}
+                             "diagnose_benchmark": [], "live_benchmark": None, "timings": [], "figures": [],
+                             "missing": missing}
 
     def attempt(what: str, func, *args):
         try:
@@ -397,12 +423,15 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
     if diagnose_benchmark_csv:
         facts["diagnose_benchmark"] = attempt("diagnose benchmark", diagnose_benchmark_facts,
                                               diagnose_benchmark_csv) or []
+    if live_benchmark_json:
+        facts["live_benchmark"] = attempt("live benchmark", live_benchmark_facts, live_benchmark_json)
     if finite_g_md:
         facts["finite_g"] = attempt("finite-G bandit", finite_g_facts, finite_g_md)
     if kref_sweep_json:
         facts["kref_sweep"] = attempt("K_ref sweep", kref_sweep_facts, kref_sweep_json)
     if benchmarks_dir:
-        kref_runs = [r["run"] for r in (facts["kref_sweep"] or {}).get("runs") or []]
+        kref = facts["kref_sweep"] or {}
+        kref_runs = kref.get("jobs") or [r["run"] for r in kref.get("runs") or []]
         facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons, kref_runs)
     facts["figures"] = attempt("figures", figure_facts, list(figures), missing) or []
     facts["train_rise"] = train_rise_facts(facts["train"])

@@ -36,7 +36,7 @@ def run_train(model: dict, data: dict, training: dict, G: int, seed: int, out_di
     With a chat template (``data.*.chat_template``) generation stops at the template's end-of-turn token: it is
     added to the model's generation config (what TRL stops at and masks by, and what the merged model saves).
     """
-    install_checkpoint_signal()  # before the (possibly long) loading: a signal during it is kept, not lost
+    install_checkpoint_signal()  # outside `python -m pgrpo` (which installs it first): a signal while loading exits 75
     import torch
 
     from pgrpo.grpo import data as data_module

@@ -11,7 +11,8 @@ from pgrpo.diagnose.modes.record import MODES
 from pgrpo.tables.render import markdown_table
 
 SHORT = {"hacking": "hack", "degeneracy": "degen", "concentration": "conc", "instability": "instab",
-         "no_learning": "no_learn", "regression": "regress", "truncation": "trunc"}
+         "no_learning": "no_learn", "regression": "regress", "truncation": "trunc", "oscillation": "osc",
+         "length_collapse": "len_coll", "length_hacking": "len_hack"}
 
 
 def _ratio(a: int, b: int) -> str:
@@ -22,7 +23,8 @@ def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
     """One row per split and rule set: per mode found/labelled yes and false flags, then recall, precision and
     onsets within tolerance over all modes."""
     by = {(r["split"], r["rule_set"], r["mode"]): r for r in records}
-    headers = ["split", "rule set"] + [SHORT[m] for m in MODES] + ["all modes: recall", "precision", "onset ok"]
+    headers = ["split", "rule set"] + [SHORT[m] for m in MODES] + ["all modes: recall", "precision", "onset ok",
+                                                                   "episode overlap"]
     rows = []
     for split in SPLITS:
         for rule_set in RULE_SETS:
@@ -31,14 +33,18 @@ def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
                 continue
             cells = []
             for mode in MODES:
-                s = by[(split, rule_set, mode)]
+                s = by.get((split, rule_set, mode))
+                if s is None:  # a mode that results older than it do not hold
+                    cells.append("–")
+                    continue
                 cells.append(f"{_ratio(s['tp'], s['tp'] + s['fn'])} · {s['fp']} FP" if s["covered"] or s["tp"] else
                              f"{_ratio(0, s['tp'] + s['fn'])} · n/a")
             tp, fp, fn = total["tp"], total["fp"], total["fn"]
             precision = tp / (tp + fp) if tp + fp else float("nan")
             recall = tp / (tp + fn) if tp + fn else float("nan")
             rows.append([split, rule_set, *cells, f"{recall:.2f} ({tp}/{tp + fn})",
-                         f"{precision:.2f} ({tp}/{tp + fp})", _ratio(total["onset_ok"], total["onset_n"])])
+                         f"{precision:.2f} ({tp}/{tp + fp})", _ratio(total["onset_ok"], total["onset_n"]),
+                         f"{total['episode_overlap']:.2f} (n={total['episode_n']})" if total.get("episode_n") else "–"])
     return markdown_table(headers, rows)
 
 
@@ -78,6 +84,7 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapp
         f"{logs_per_split.get('planted', 0)} planted logs (seed {seed}), {logs_per_split.get('dev', 0)} real dev "
         f"logs, {logs_per_split.get('holdout', 0)} real holdout logs. Per mode: found/labelled yes · false flags "
         "(n/a: the rule set has no rule for the mode). Onset within max(10% of the step span, 2 logging intervals) "
-        "of the labelled one.", "", summary_table(records), "",
+        "of the labelled one; episode overlap: mean intersection over union of the labelled and flagged episodes' steps, "
+        "over the labels that list episodes.", "", summary_table(records), "",
         "Per log: label · ours · toolkit (Y@step: flagged, with its onset; N: not flagged; –: could not run or not "
         "covered; ?: label unknown).", "", matrix_table(rows)]) + "\n"

@@ -1,5 +1,5 @@
 """The failure modes of a run as tables and pages (views of ``verdicts.json``, :mod:`pgrpo.diagnose.modes`): the
-modes table (mode, flagged, onset, severity, verdict, why), the section the workflow's ``verdicts.md`` opens with,
+modes table (mode, flagged, onset, episodes, severity, verdict, why), the section the workflow's ``verdicts.md`` opens with,
 and the one-page summary of ``pgrpo diagnose LOG --out DIR`` in Markdown and HTML.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from pgrpo.tables.render import html_table, markdown_table
 
-HEADERS = ["mode", "flagged", "onset step", "severity", "verdict", "why"]
+HEADERS = ["mode", "flagged", "onset step", "episodes", "severity", "verdict", "why"]
 
 FLAG_TEXT = {True: "**yes**", False: "no", None: "n/a"}
 
@@ -30,13 +30,23 @@ def _cell(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def episodes_text(mode: Mapping[str, Any]) -> str:
+    """A flagged mode's episodes, ``a-b`` (ended) or ``a-`` (still on at the last step)."""
+    if not mode.get("flagged"):
+        return ""
+    parts = [f"{_step(e.get('start'))}-{_step(e.get('end')) if e.get('end') is not None else ''}"
+             for e in (mode.get("episodes") or [])]
+    text = ", ".join(parts[:4]) + (f" (+{len(parts) - 4})" if len(parts) > 4 else "")
+    return text + ("" if mode.get("active") is not False else " (resolved)")
+
+
 def modes_rows(modes: Mapping[str, Mapping[str, Any]], width: int = 160, markdown: bool = True) -> list[list[str]]:
     """One row per mode of a ``modes`` mapping (``verdicts.json``)."""
     rows = []
     for name, mode in modes.items():
         flag = mode.get("flagged")
         shown = FLAG_TEXT[flag] if markdown else {True: "yes", False: "no", None: "n/a"}[flag]
-        rows.append([name, shown, _step(mode.get("onset_step")), mode.get("severity") or "",
+        rows.append([name, shown, _step(mode.get("onset_step")), episodes_text(mode), mode.get("severity") or "",
                      _cell(mode.get("verdict", ""), 60), _cell(mode.get("reason", ""), width)])
     return rows
 
@@ -61,7 +71,10 @@ def summary_markdown(report: Mapping[str, Any], figures: Sequence[str] = (), bod
     lines = [f"# Diagnosis of {report.get('source', '')}", "",
              f"**{summary.get('line', 'no modes computed')}**", "",
              f"- run: {run}; {steps}; rule set: {report.get('rule_set')}",
-             f"- first step to look at: {_step(summary.get('first_step_to_look_at')) or 'none'}", "",
+             f"- first step to look at: {_step(summary.get('first_step_to_look_at')) or 'none'}",
+             f"- ongoing at the last step: {', '.join(summary.get('ongoing') or []) or 'none'}; resolved: "
+             + (", ".join(f"{m} (by step {_step(s)})" for m, s in (summary.get("resolved") or {}).items()) or "none"),
+             "",
              markdown_table(HEADERS, modes_rows(report.get("modes") or {})), ""]
     if figures:
         lines += ["Figures: " + ", ".join(f"[{os.path.basename(f)}]({os.path.basename(f)})" for f in figures), ""]

@@ -14,6 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, TARGET_PERSISTENCE
+from pgrpo.tables.live_benchmark import split_table as live_split_table
+from pgrpo.tables.live_benchmark import targets_table as live_targets_table
 from pgrpo.tables.readme import FACTS_FILE, RERUN, facts_digest, fmt, headline_table, one_line, with_spread
 from pgrpo.tables.render import finite_number, markdown_table
 
@@ -72,7 +74,8 @@ SECTION_NAMES = {"symbolic": "symbolic verification", "bandit": "exact bandit", 
                  "diagnostics": "diagnostics", "kref_sweep": "K_ref sweep",
                  "forecast": "forecast benchmark (bandit and public logs)",
                  "forecast_workflow": "forecast benchmark (this run's curves)",
-                 "diagnose_benchmark": "diagnose benchmark", "timings": "job times"}
+                 "diagnose_benchmark": "diagnose benchmark", "live_benchmark": "live benchmark",
+                 "timings": "job times"}
 
 
 def _rerun(facts: Mapping[str, Any], *sections: str) -> list[str]:
@@ -390,6 +393,23 @@ def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
             summary_table(records).rstrip("\n"), ""]
 
 
+def _live_benchmark(live: Mapping[str, Any]) -> list[str]:
+    logs = live.get("logs_per_split") or {}
+    return [f"The live callback replayed as if live with `pgrpo replay`'s code path (a read every {live.get('every')} "
+            f"logged steps, the forecast at every {live.get('forecast_every')} reads) over "
+            + ", ".join(f"{n} {split} logs" for split, n in logs.items())
+            + ", beside the post-training toolkit's DiagnosticsCallback replayed the same way (every 10 logged "
+            "steps, its 200-row window, a stop on one critical insight) (`results/live_benchmark/table.md`, per "
+            "log and mode in `table.csv`). Issue 20's targets: median detection latency at most max(10% of the run, "
+            "3 reads) after the labelled onset, at most 1 false stop per 10 healthy runs; per split and rule set, "
+            "the modes that meet each (of those with a labelled run), and any mode (`all`):", "",
+            live_targets_table(live["records"]).rstrip("\n"), "",
+            "Held out (never used to choose anything), per mode: detected / labelled yes, the median latency, false "
+            "alarms and stops over runs labelled no, the mean share of a failed run's steps a stop saves, the mean "
+            "final reward lost on wrong stops (over the run's reward range):", "",
+            live_split_table(live["records"], "holdout").rstrip("\n"), ""]
+
+
 def _timings(timings: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = [[t["stage"], str(t["jobs"]), fmt(t["min_s"], ".0f") if t["jobs"] == 1 else
              f"{fmt(t['min_s'], '.0f')}-{fmt(t['max_s'], '.0f')}", fmt(t["total_s"], ".0f")] for t in timings]
@@ -438,6 +458,10 @@ def render_benchmarks_page(facts: Mapping[str, Any], figures: str) -> str:
               "Made by `make diagnose-benchmark` (`benchmarks/diagnose/run_benchmark.py`), and by `make run` "
               "(rule `diagnose_benchmark`).", "", *_rerun(facts, "diagnose_benchmark"),
               *(_diagnose_benchmark(facts["diagnose_benchmark"]) if facts.get("diagnose_benchmark") else absent)]
+    lines += [] if "live_benchmark" not in facts else ["## Live benchmark", "",
+              "Made by `make run` (rule `live_benchmark`; alone: `python benchmarks/live/run_benchmark.py`).", "",
+              *_rerun(facts, "live_benchmark"),
+              *(_live_benchmark(facts["live_benchmark"]) if facts.get("live_benchmark") else absent)]
     lines += ["## Job times", "", "Made by `make run` (rules `verify_symbolic`, `bandit_*`, `build_tiny_model`, "
               "`train`, `evaluate`, `kref_train`).", "", *_rerun(facts, "timings"),
               *(_timings(facts["timings"]) if facts.get("timings") else absent)]

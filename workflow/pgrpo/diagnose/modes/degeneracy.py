@@ -11,7 +11,12 @@ given, else the run's own range; with several reward functions the lowest positi
 when the share is that high above it. A reward that never moved beyond its noise has no range: its zero-spread groups
 are read as stuck (they carried no signal from the first step), unless ``reward_range`` places it at the top.
 Flagged when at least half of the late window is stuck and a persistent onset exists (the first stuck step from
-which ``persistence`` of the later steps are stuck).
+which ``persistence`` of the later steps are stuck), or when a stuck phase that resolved lasted at least
+``modes.min_episode_fraction`` of the logged points with a mean share of at least ``(1 + frac_high) / 2``
+and the reward in the bottom ``stuck_position / 2`` of its range (zero-spread groups of the first steps that the run
+left; at small ``G`` many groups are uniform by chance alone, and mid-range they are polarised prompts, not a stuck
+run).
+Episodes: the runs of stuck steps, bridged over gaps of one moving-average window.
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ from __future__ import annotations
 import numpy as np
 
 from pgrpo.diagnose.modes.record import DEGENERACY, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import curve, persistent_onset, reward_position, smooth, smoothing_window
+from pgrpo.diagnose.modes.signals import (
+    curve,
+    episodes_from_mask,
+    long_episodes,
+    persistent_onset,
+    reward_position,
+    smooth,
+    smoothing_window,
+)
 from pgrpo.diagnose.numerics import fmt, window_mask
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -71,9 +84,27 @@ def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
             f"late window {numbers['late_stuck_fraction']:.0%} stuck, {numbers['late_saturated_fraction']:.0%} "
             "saturated")
     onset = persistent_onset(steps, stuck, config.modes.persistence)
-    if numbers["late_stuck_fraction"] >= 0.5 and onset is not None:
+    window = smoothing_window(share.size, config.modes.smoothing_fraction)
+    episodes = episodes_from_mask(steps, stuck, share_smooth / cfg.frac_high, min_points=max(2, window // 2),
+                                  max_gap=window, values=share_smooth)
+    strong = (1 + cfg.frac_high) / 2  # a resolved phase must be clearly stuck (small G alone leaves many uniform)
+    def inside(e: dict) -> np.ndarray:
+        return (steps >= e["start"]) & (steps <= (e["end"] if e["end"] is not None else steps[-1]))
+
+    long = [e for e in long_episodes(episodes, steps, config.modes.min_episode_fraction)
+            if float(np.mean(share_smooth[inside(e)])) >= strong
+            and float(np.mean(position[inside(e)])) <= cfg.stuck_position / 2]
+    ongoing = numbers["late_stuck_fraction"] >= 0.5 and onset is not None
+    kept = [e for e in episodes if e in long or (ongoing and (e["end"] is None or e["end"] >= onset))]
+    if ongoing:
         return flagged(DEGENERACY, "stuck: zero-spread groups at the bottom of the reward range", text, onset,
-                       late_share / cfg.frac_high, numbers, thresholds)
+                       late_share / cfg.frac_high, numbers, thresholds, episodes=kept or None)
+    if long:
+        spans = ", ".join(f"{fmt(e['start'])}-{fmt(e['end'])}" for e in long)
+        return flagged(DEGENERACY, "stuck for a phase that resolved",
+                       f"{text}; stuck at steps {spans}, then the groups carried signal", long[0]["start"],
+                       max(e["peak_value"] or cfg.frac_high for e in long) / cfg.frac_high, numbers, thresholds,
+                       episodes=long)
     if numbers["late_saturated_fraction"] >= 0.5:
         return clear(DEGENERACY, "saturation: zero-spread groups at the top of the reward range (a solved task)",
                      text, numbers, thresholds)

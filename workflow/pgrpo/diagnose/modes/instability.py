@@ -19,7 +19,10 @@ TRL log has. Each signal below is *unstable* (flagged), or a *warning* (reported
 - Prop. 9 (Eq. 11), when the run's eta, mu and K_ref are known: ``K eta K_ref / (1 - mu)`` at or above 1
   (``threshold_warning``: a warning).
 
-Onset: the earliest step among the unstable signals.
+Onset: the earliest step among the unstable signals. Episodes: one per unstable signal, overlapping ones merged: a
+burst of spikes from its first to its last spike, a spike with a reward crash from the spike to the step the reward
+is back (:func:`~pgrpo.diagnose.modes.signals.recovery_step`; null if it never is), the lasting signals (growth,
+the IS ratio, vanishing updates, a divergence, Prop. 9) from their onset on.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ from typing import Any
 import numpy as np
 
 from pgrpo.diagnose.modes.concentration import entropy_levels
-from pgrpo.diagnose.modes.record import INSTABILITY, ModeVerdict, clear, flagged, not_run
+from pgrpo.diagnose.modes.record import INSTABILITY, ModeVerdict, clear, episode, flagged, not_run
 from pgrpo.diagnose.modes.signals import (
     Curve,
     bursts,
     change_onset,
     crash_after,
     curve,
+    recovery_step,
     persistent_onset,
     spikes,
 )
@@ -67,8 +71,21 @@ def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, co
                 f"{fmt(c.steps[burst])}"
     if burst is not None or crashed:
         onset = min(([float(c.steps[burst])] if burst is not None else []) + crashed[:1])
-        signals.append({"kind": f"{name} spikes", "unstable": True, "step": onset, "text": text,
-                        "margin": max(idx.size / stab.spikes_unstable, 1.0)})
+        margin = max(idx.size / stab.spikes_unstable, 1.0)
+        spans = []
+        if burst is not None:
+            chain = [int(i) for i in idx if i >= burst]
+            end = chain[0]
+            for i in chain[1:]:  # the burst goes on while the next spike comes within 2 x spike_window points
+                if i - end >= 2 * stab.spike_window:
+                    break
+                end = i
+            spans.append((float(c.steps[burst]), float(c.steps[end])))
+        for s in crashed:
+            back = recovery_step(reward, s, config.modes.instability.crash_over_noise)
+            spans.append((s, back))
+        signals.append({"kind": f"{name} spikes", "unstable": True, "step": onset, "text": text, "margin": margin,
+                        "spans": spans})
     else:
         signals.append({"kind": f"{name} spikes", "unstable": False, "step": float(steps[0]),
                         "text": text + " (isolated, no reward crash)", "margin": 0.0})
@@ -182,7 +199,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
         if math.isfinite(ratio) and ratio >= stab.threshold_warning:
             signals.append({"kind": "Prop. 9", "unstable": ratio >= 1, "step": curves.first_step, "margin": ratio,
                             "text": f"Prop. 9: K eta K_ref / (1 - mu) = {fmt(ratio)} (unstable at >= 1)"})
-    numbers["signals"] = [{k: v for k, v in s.items()} for s in signals]
+    numbers["signals"] = [{k: v for k, v in s.items() if k != "spans"} for s in signals]
     unstable = [s for s in signals if s["unstable"]]
     warnings = [s for s in signals if not s["unstable"]]
     checked = ", ".join(n for n, c in (("grad_norm", grad), ("KL", kl), ("entropy", entropy), ("IS max", is_max),
@@ -194,5 +211,22 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
     unstable.sort(key=lambda s: s["step"])
     kinds = list(dict.fromkeys(s["kind"] for s in unstable))
     text = "; ".join(s["text"] for s in unstable + warnings)
+    last = curves.last_step if curves.last_step is not None else math.inf
+    spans = [(a, None if b is None or b >= last else b, s["margin"]) for s in unstable
+             for a, b in (s.get("spans") or [(s["step"], None)])]
     return flagged(INSTABILITY, "unstable: " + ", ".join(kinds), text, unstable[0]["step"],
-                   max(s["margin"] for s in unstable), numbers, thresholds)
+                   max(s["margin"] for s in unstable), numbers, thresholds, episodes=merge_spans(spans))
+
+
+def merge_spans(spans: list[tuple[float, float | None, float]]) -> list[dict[str, Any]]:
+    """Episodes from (start, end or None, margin) spans, overlapping ones merged (the larger margin kept)."""
+    out: list[dict[str, Any]] = []
+    for start, end, margin in sorted(spans, key=lambda s: s[0]):
+        if out and (out[-1]["end"] is None or start <= out[-1]["end"]):
+            top = out[-1]
+            top["end"] = None if end is None or top["end"] is None else max(top["end"], end)
+            if margin > top["peak_value"]:
+                top.update(severity=episode(start, None, margin)["severity"], peak=float(start), peak_value=margin)
+            continue
+        out.append(episode(start, end, margin, start, margin))
+    return out

@@ -9,7 +9,8 @@ the rise of the least-squares line over the run, ``slope x span``, against ``z``
 ``z = modes.no_learning.rise_over_noise``. Flagged when none rises and the reward did not fall either (a fall is
 :mod:`~pgrpo.diagnose.modes.regression`'s). The three-phase fit's plateau ``R_inf`` (the forecast plateau) is
 reported beside it: a fit whose plateau is within the noise of the start says the run is not going anywhere even if
-trained longer. Onset: the first logged step (a whole-run property).
+trained longer. A reward that rings (:mod:`~pgrpo.diagnose.modes.oscillation` flagged on it) moves beyond its noise:
+not flagged, whatever its early and late levels. Onset: the first logged step (a whole-run property).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def rise(test: dict[str, float]) -> bool:
             or test["trend_rise"] > test["trend_threshold"])
 
 
-def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str, Any] | None = None) -> ModeVerdict:
+def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str, Any] | None = None,
+                oscillation: Any = None) -> ModeVerdict:
     cfg = config.modes.no_learning
     thresholds = {"rise_over_noise": cfg.rise_over_noise, "early_fraction": config.early_fraction,
                   "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
@@ -75,6 +77,9 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
             f"{fmt(numbers['trend_threshold'])}; {noise}){forecast}")
     if rise(numbers):
         return clear(NO_LEARNING, "learning", text, numbers, thresholds)
+    if oscillation is not None and oscillation.flagged and oscillation.numbers.get("column") == "reward":
+        return clear(NO_LEARNING, "the reward rings (see oscillation): it moves beyond its noise", text, numbers,
+                     thresholds)
     if -numbers["net_rise"] > numbers["net_threshold"]:
         return clear(NO_LEARNING, "reward fell (see regression)", text, numbers, thresholds)
     evidence = max(abs(numbers["net_rise"]) / numbers["net_threshold"],

@@ -8,6 +8,13 @@ drop as a share of what the curve had gained by its peak (``peak - min(early, la
 ``min_drop_fraction``. Onset: where the fall began (:func:`~pgrpo.diagnose.modes.signals.change_onset`, back from the step
 where the moving average is halfway down). ``peak_step`` is
 reported. The total reward is reported when it regressed, else the reward function with the largest margin.
+
+A regression needs a gain: the peak must rise above the early level beyond the noise (``peak - early`` over
+``(z + sqrt(2 ln k))`` standard errors, with ``z = no_learning.rise_over_noise``, the peak-rise test of
+:mod:`~pgrpo.diagnose.modes.no_learning`), or hold a level from the start that it then loses by half or more (a
+crash); a run that never rose has nothing to lose. And a fall that an
+oscillation explains (:mod:`~pgrpo.diagnose.modes.oscillation` flagged on the train reward, the drop within its
+peak-to-trough ``2 A``) is the oscillation's trough, not a regression.
 """
 
 from __future__ import annotations
@@ -41,7 +48,12 @@ def peak_drop(c: Curve, config: DiagnosticsConfig) -> dict[str, Any]:
     out = {"column": c.column, "ok": True, "peak": peak, "peak_step": float(c.steps[i_peak]), "late": c.late,
            "early": c.early, "drop": drop, "drop_threshold": threshold, "drop_share_of_gain": share,
            "drop_relative_to_peak": drop / abs(peak) if peak else float("nan"), "noise_sd": c.sd}
-    out["regressed"] = bool(drop > threshold and share >= cfg.min_drop_fraction)
+    se_rise = c.sd * math.sqrt(1 / c.window + 1 / max(c.n_early, 1))
+    rise_threshold = (config.modes.no_learning.rise_over_noise + max_bias(c.n / c.window)) * se_rise
+    crash = peak > 0 and drop >= 0.5 * peak  # a level held from the start and then lost by half or more
+    out.update(rise_to_peak=peak - c.early, rise_threshold=rise_threshold,
+               gained=bool(peak - c.early > rise_threshold or crash))
+    out["regressed"] = bool(drop > threshold and share >= cfg.min_drop_fraction and out["gained"])
     out["margin"] = min(drop / threshold if threshold > 0 else 10.0, share / cfg.min_drop_fraction)
     if out["regressed"]:
         after = np.flatnonzero((np.arange(c.n) > i_peak) & (c.smooth <= peak - drop / 2))
@@ -50,7 +62,7 @@ def peak_drop(c: Curve, config: DiagnosticsConfig) -> dict[str, Any]:
     return out
 
 
-def regression(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
+def regression(curves: RunCurves, config: DiagnosticsConfig, oscillation: ModeVerdict | None = None) -> ModeVerdict:
     cfg = config.modes.regression
     thresholds = {"drop_over_noise": cfg.drop_over_noise, "min_drop_fraction": cfg.min_drop_fraction,
                   "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
@@ -80,7 +92,16 @@ def regression(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                 f"(regression at >= {cfg.min_drop_fraction:.0%})")
 
     if hit is None:
-        return clear(REGRESSION, "no fall after a peak", text(total), numbers, thresholds)
+        fell = total["drop"] > total["drop_threshold"] and total["drop_share_of_gain"] >= cfg.min_drop_fraction
+        verdict = "no gain to lose: the reward never rose beyond its noise" if fell and not total["gained"] else \
+            "no fall after a peak"
+        return clear(REGRESSION, verdict, text(total), numbers, thresholds)
+    rings = oscillation is not None and oscillation.flagged and oscillation.numbers.get("column") == "reward"
+    if rings and hit is total and hit["drop"] <= 2 * oscillation.numbers["amplitude"] + hit["drop_threshold"]:
+        numbers["explained_by_oscillation"] = True
+        return clear(REGRESSION, "the fall is an oscillation's trough (see oscillation)",
+                     f"{text(hit)}; within the oscillation's peak-to-trough 2 x {fmt(oscillation.numbers['amplitude'])}",
+                     numbers, thresholds)
     numbers.update({"regressed_column": hit["column"], "peak_step": hit["peak_step"]})
     which = "reward" if hit is total else f"reward function {hit['column']}"
     return flagged(REGRESSION, f"{which} fell after its peak", text(hit), hit["onset_step"], hit["margin"], numbers,

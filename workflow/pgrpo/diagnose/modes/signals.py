@@ -206,6 +206,19 @@ def crash_after(reward: Curve | None, step: float, z: float, after_step: float |
     return drop > z * se and drop > 0, drop
 
 
+def recovery_step(reward: Curve | None, step: float, z: float) -> float | None:
+    """After a crash at ``step``: the first later step at which the reward's moving average is back within ``z``
+    standard errors of one moving-average value of the mean of the ``window`` rewards before ``step`` (None if it
+    never is: the crash lasts)."""
+    if reward is None or not math.isfinite(reward.sd):
+        return None
+    before = reward.values[reward.steps < step][-reward.window:]
+    if before.size < 2:
+        return None
+    back = np.flatnonzero((reward.steps > step) & (reward.smooth >= before.mean() - z * reward.se_window))
+    return float(reward.steps[back[0]]) if back.size else None
+
+
 @dataclass
 class Position:
     """Where the smoothed reward sits in its range at each step: 0 at the bottom, 1 at the top."""
@@ -250,3 +263,72 @@ def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig)
     late = window_mask(reward.steps, config.late_fraction, late=True)
     names, counts = np.unique(limiting[late], return_counts=True)
     return Position(reward.steps, position, lo, hi, "the run's own range", bool(moved), str(names[np.argmax(counts)]))
+
+
+def episodes_from_mask(steps: np.ndarray, hits: np.ndarray, margin: np.ndarray | None = None,
+                       min_points: int = 1, max_gap: int = 0, values: np.ndarray | None = None) -> list[dict]:
+    """The episodes of a failure from a per-step mask: runs of True, with gaps of at most ``max_gap`` logged points
+    bridged and runs with fewer than ``min_points`` hits dropped. Each episode: ``start``/``end`` (its first and last
+    hit step; ``end`` None when it reaches the last logged step: it lasts), ``peak`` (the step where ``margin``, the
+    evidence over its threshold, is largest), ``peak_value`` (``values`` there, default the margin) and ``severity``
+    (:func:`~pgrpo.diagnose.modes.record.severity_of` of that margin; ``low`` without one)."""
+    from pgrpo.diagnose.modes.record import episode
+
+    steps = np.asarray(steps, float)
+    hits = np.asarray(hits, bool)
+    idx = np.flatnonzero(hits)
+    if idx.size == 0:
+        return []
+    runs, first, last = [], int(idx[0]), int(idx[0])
+    for i in idx[1:]:
+        if i - last - 1 <= max_gap:
+            last = int(i)
+        else:
+            runs.append((first, last))
+            first = last = int(i)
+    runs.append((first, last))
+    shown = values if values is not None else margin
+    out = []
+    for a, b in runs:
+        if int(hits[a:b + 1].sum()) < min_points:
+            continue
+        part = None if margin is None else np.asarray(margin, float)[a:b + 1]
+        if part is not None and np.isfinite(part).any():
+            j = int(np.nanargmax(part))
+            peak, top = float(steps[a + j]), float(part[j])
+            value = float(np.asarray(shown, float)[a + j])
+        else:
+            peak, top, value = float(steps[a]), 1.0, None
+        out.append(episode(steps[a], None if b == steps.size - 1 else steps[b], top, peak, value))
+    return out
+
+
+def long_episodes(episodes: list[dict], steps: np.ndarray, min_fraction: float) -> list[dict]:
+    """The episodes that span at least ``min_fraction`` of the run's logged points (a resolved phase long enough
+    to matter, not a transient)."""
+    steps = np.asarray(steps, float)
+    n = max(steps.size, 1)
+    out = []
+    for e in episodes:
+        end = steps[-1] if e["end"] is None else e["end"]
+        points = int(np.sum((steps >= e["start"]) & (steps <= end)))
+        if points / n >= min_fraction:
+            out.append(e)
+    return out
+
+
+def start_at(episodes: list[dict], onset: float | None) -> list[dict]:
+    """The episodes with the one that holds ``onset`` (or the first after it) starting at ``onset``: a change
+    point read back from a threshold crossing (:func:`change_onset`) places an episode's start better than the
+    crossing itself."""
+    if onset is None or not episodes:
+        return episodes
+    out = [dict(e) for e in episodes]
+    for e in out:
+        end = math.inf if e["end"] is None else e["end"]
+        if onset <= end:
+            if onset < e["start"]:
+                e["start"] = float(onset)
+            break
+    previous = [e for e in out if e["end"] is not None and e["end"] < onset]
+    return previous + [e for e in out if e not in previous]

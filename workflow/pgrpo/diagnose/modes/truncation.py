@@ -8,7 +8,10 @@ In order of preference: TRL's ``completions/clipped_ratio`` (the share of comple
 maximum (late s.d./mean below ``pinned_cv``: every completion at one length, which only a cap produces). Flagged
 when the late level, or the median over the run, is at or above the threshold. Onset: where the rise into the cap began
 (:func:`~pgrpo.diagnose.modes.signals.change_onset` from the initial level, back from the first step from which at
-least ``modes.persistence`` of the later points are at or above the threshold).
+least ``modes.persistence`` of the later points are at or above the threshold). A phase at the cap that ended
+(completions cut for the first third of a run, then not) is flagged when it lasted at least
+``modes.min_episode_fraction`` of the logged points. Episodes: the runs of steps whose moving average is at or above
+the threshold, bridged over gaps of one moving-average window.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from pgrpo.diagnose.modes.record import TRUNCATION, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import change_onset, curve, persistent_onset
+from pgrpo.diagnose.modes.signals import change_onset, curve, episodes_from_mask, long_episodes, persistent_onset, smooth
 from pgrpo.diagnose.numerics import fmt
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -74,13 +77,32 @@ def truncation(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                "peak_level": float(np.max(values))}
     text = (f"{what}: late {fmt(late)}, median {fmt(median)}, {hits.mean():.0%} of the logged steps at or above "
             f"{threshold:g}")
+    source = clipped if clipped is not None else length
+    level = smooth(values, source.window)
+    episodes = episodes_from_mask(steps, level >= threshold, level / threshold, min_points=max(2, source.window // 2),
+                                  max_gap=source.window, values=level)
+    long = long_episodes(episodes, steps, config.modes.min_episode_fraction)
+    base = float(np.median(source.values[:source.window]))
     if late < threshold and median < threshold:
-        return clear(TRUNCATION, "completions end before the cap", text, numbers, thresholds)
+        if not long:
+            return clear(TRUNCATION, "completions end before the cap", text, numbers, thresholds)
+        first = change_onset(source, base, +1, int(np.searchsorted(steps, long[0]["start"])),
+                             config.modes.no_learning.rise_over_noise, persist)
+        long[0]["start"] = min(first, long[0]["start"])
+        spans = ", ".join(f"{fmt(e['start'])}-{fmt(e['end'])}" for e in long)
+        return flagged(TRUNCATION, "completions cut at the cap for a phase that ended",
+                       f"{text}; at the cap at steps {spans}", long[0]["start"],
+                       max(e["peak_value"] for e in long) / threshold, numbers, thresholds, episodes=long)
     onset = persistent_onset(steps, hits, persist)
     if onset is None:
         onset = float(steps[np.flatnonzero(hits)[0]])
-    source = clipped if clipped is not None else length
-    onset = change_onset(source, float(np.median(source.values[:source.window])), +1,
-                         int(np.searchsorted(steps, onset)), config.modes.no_learning.rise_over_noise, persist)
+    onset = change_onset(source, base, +1, int(np.searchsorted(steps, onset)), config.modes.no_learning.rise_over_noise,
+                         persist)
+    kept = [dict(e) for e in episodes if e in long or e["end"] is None or e["end"] >= onset]
+    for e in kept:
+        if (e["end"] is None or e["end"] >= onset) and e["start"] > onset:
+            e["start"] = onset
+            break
+    kept = [e for e in kept if e["end"] is None or e["end"] >= onset or e in long]
     return flagged(TRUNCATION, "completions cut at the length cap", text, onset, max(late, median) / threshold,
-                   numbers, thresholds)
+                   numbers, thresholds, episodes=kept or None)

@@ -16,8 +16,8 @@ def add_commands(commands: Commands) -> None:
     add_required(p, "--json", "--md")
     p.add_argument("--figures", required=True, help="directory for figure2..figure5 .pdf/.png")
 
-    p = commands.add("diagnose", USER_TOOLS, "diagnose any TRL run's log: seven failure modes, each flagged or not "
-                                             "with the step where it began, and the Figures 2-5 read-outs", _diagnose)
+    p = commands.add("diagnose", USER_TOOLS, "diagnose any TRL run's log: ten failure modes, each flagged or not "
+                                             "with its episodes, and the Figures 2-5 read-outs", _diagnose)
     add_section_args(p)
     p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder (its latest "
                                "checkpoint), log.csv, or a W&B/TRL CSV (train/ eval/ names)")
@@ -32,6 +32,9 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--fail-on-flag", action="store_true", help="exit with status 1 when any mode is flagged")
     p.add_argument("--meta", help="meta.json with eta, mu, k_ref, G, max_completion_length (for Prop. 9, truncation)")
     p.add_argument("--G", type=int, help="group size, if neither the path nor --meta says")
+    p.add_argument("--lr", type=float, help="the run's learning rate eta (Theorem 7's prediction; overrides --meta)")
+    p.add_argument("--beta1", type=float, help="the optimizer's momentum mu (Adam beta1)")
+    p.add_argument("--k-ref", type=int, help="the refresh interval K_ref of pi_old, in optimizer steps")
     p.add_argument("--json", help="write the diagnosis as JSON")
     p.add_argument("--md", help="write the one-page summary as Markdown (default: print it)")
     p.add_argument("--figures", help="directory for figures")
@@ -53,7 +56,9 @@ def _diagnose(args):
                                    diagnostics=section, G=args.G, out_dir_figures=args.figures,
                                    out_dir=args.out, rules=args.rules,
                                    max_completion_length=args.max_completion_length,
-                                   reward_range=args.reward_range, allow_non_finite=args.allow_nan)
+                                   reward_range=args.reward_range, allow_non_finite=args.allow_nan,
+                                   settings={k: v for k, v in (("eta", args.lr), ("mu", args.beta1),
+                                                               ("k_ref", args.k_ref)) if v is not None})
     if not args.md:
         print(diagnose.summary_text(report))
     if args.fail_on_flag and report.verdicts is not None and report.verdicts.flagged_modes():

@@ -13,6 +13,7 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--training-json", help="the training section as JSON (a training job)")
     p.add_argument("--bookkeeping-file", help="the training section's bookkeeping keys (resources ...), a JSON file")
     p.add_argument("--evaluation-json", help="the evaluation section as JSON (an evaluation job)")
+    p.add_argument("--cuda", help='software.cuda the job\'s env was built for ("13" or "12"): the driver minimum')
     p.add_argument("--data-json", help="the data section as JSON (its datasets must be cached when offline)")
 
 
@@ -31,5 +32,5 @@ def _doctor(args):
         training = {**training, **json.loads(Path(args.bookkeeping_file).read_text())}
     doctor.run_doctor(model=json_arg(args.model_json, "--model-json"), training=training,
                       evaluation=json_arg(args.evaluation_json, "--evaluation-json") if args.evaluation_json else None,
-                      data=json_arg(args.data_json, "--data-json") if args.data_json else None)
+                      data=json_arg(args.data_json, "--data-json") if args.data_json else None, cuda=args.cuda)
     return 0

@@ -22,8 +22,8 @@ def add_commands(commands: Commands) -> None:
     p = commands.add("forecast", USER_TOOLS, "forecast the rest of any run's reward curve from its first steps, with "
                                              "intervals, plateau and time to 90%%", _forecast)
     add_section_args(p)
-    p.add_argument("log", help="log.csv, a TRL trainer_state.json, a bare log_history list (JSON), a TRL output "
-                               "folder, or a CSV with TRL / W&B names")
+    p.add_argument("log", nargs="?", help="log.csv, a TRL trainer_state.json, a bare log_history list (JSON), a TRL "
+                                          "output folder, or a CSV with TRL / W&B names")
     p.add_argument("--meta", help="meta.json of the run (reward range [0, 1], batch, Eq. 9 link)")
     p.add_argument("--fraction", type=float, help="fraction of steps to fit on (default: fitting.forecast_fraction)")
     p.add_argument("--column", default="reward")
@@ -31,6 +31,14 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--batch", type=float, help="completions per optimizer step (binomial noise floor)")
     p.add_argument("--total-steps", type=float, help="the run's planned length (default: meta max_steps, else "
                                                      "the last logged step)")
+    p.add_argument("--target", type=float, help="a reward level: P(plateau >= X) and the step the run reaches it")
+    p.add_argument("--compare", nargs="+", metavar="LOG", help="rank these runs (and LOG, if given) by where they "
+                                                               "will end, with P(each ends highest) and the runs the "
+                                                               "stop rule would stop now")
+    p.add_argument("--stop-threshold", type=float, default=0.05, help="--compare: stop a run when P(its plateau "
+                                                                      "beats the best so far) is below this")
+    p.add_argument("--component-range", nargs=3, action="append", metavar=("FN", "LO", "HI"), default=[],
+                   help="declared range of the reward function FN (rewards/FN/mean), repeatable")
     p.add_argument("--json", help="output JSON (default: print a summary only)")
     p.add_argument("--png", help="output figure")
 
@@ -54,13 +62,35 @@ def _figure1(args):
 
 
 def _forecast(args):
+    from pgrpo.errors import InputError
     from pgrpo.stages import fit
 
     section = config_section(args, "fitting")
+    if args.compare:
+        from pgrpo.stages.forecast_compare import compare_paths, run_forecast_compare
+
+        if args.png or args.meta or args.component_range:
+            raise InputError("--png, --meta and --component-range apply to one log, not to --compare")
+
+        run_forecast_compare(compare_paths(args.log, args.compare), out_json=args.json, fraction=args.fraction,
+                             column=args.column, reward_range=args.reward_range, batch=args.batch,
+                             total_steps=args.total_steps, threshold=args.stop_threshold, target=args.target)
+        return
+    if not args.log:
+        raise InputError("pgrpo forecast needs a LOG (or --compare LOG LOG ...)")
+    ranges = {}
+    for fn, lo, hi in args.component_range:
+        try:
+            ranges[fn] = (float(lo), float(hi))
+        except ValueError:
+            raise InputError(f"--component-range {fn}: LO and HI must be numbers, got {lo!r} {hi!r}") from None
+        if not ranges[fn][0] < ranges[fn][1]:
+            raise InputError(f"--component-range {fn}: LO must be below HI, got {lo} {hi}")
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
     fit.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
                      meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"),
-                     reward_range=args.reward_range, batch=args.batch, total_steps=args.total_steps)
+                     reward_range=args.reward_range, batch=args.batch, total_steps=args.total_steps,
+                     target=args.target, component_ranges=ranges or None)
 
 
 def _forecast_summary(args):

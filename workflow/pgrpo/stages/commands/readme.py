@@ -22,6 +22,7 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--diagnostics", help="results/diagnostics/verdicts.json")
     p.add_argument("--forecast-benchmark", help="results/forecast/benchmark.csv")
     p.add_argument("--diagnose-benchmark", help="results/diagnose_benchmark/summary.csv")
+    p.add_argument("--live-benchmark", help="results/live_benchmark/summary.json")
     p.add_argument("--finite-g", help="results/bandit/finite_g.md")
     p.add_argument("--kref-sweep", help="results/kref_sweep/summary.json")
     p.add_argument("--figures", nargs="*", default=[], help="the figures the results pages show (PNG)")
@@ -51,7 +52,8 @@ def _readme(args):
             logs=args.logs, eval_jsons=args.evals, table1_summary_csv=args.table1_summary, fits_jsons=args.fits,
             diagnostics_json=args.diagnostics, benchmarks_dir=args.benchmarks_dir,
             forecast_benchmark_csv=args.forecast_benchmark, diagnose_benchmark_csv=args.diagnose_benchmark,
-            finite_g_md=args.finite_g, kref_sweep_json=args.kref_sweep, figures=args.figures)
+            finite_g_md=args.finite_g, kref_sweep_json=args.kref_sweep, figures=args.figures,
+            live_benchmark_json=args.live_benchmark)
         for item in facts["missing"]:
             print(f"pgrpo readme numbers: not in the results: {item}", file=sys.stderr)
     elif args.readme_verb == "update":

@@ -1,0 +1,300 @@
+"""The decisions a forecast serves: `pgrpo forecast --target`, `--compare` on every saved log format, the staged
+sum of reward functions, and the decision scores (pairs, Brier, stop rule) against hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from pgrpo.cli import main
+from pgrpo.fit.decisions import brier, p_highest, pairs_ordered, stop_decisions, stop_rule_outcome, target_reach
+from pgrpo.fit.staged import component_columns, forecast_components, has_started
+
+T = np.arange(1, 401, dtype=float)
+
+
+def three_phase(t, r0=0.1, rinf=0.7, omega=0.03):
+    return rinf - (rinf - r0) * (1 + omega * t) * np.exp(-omega * t)
+
+
+# --- the decision scores by hand --------------------------------------------------------------------------------
+
+
+def test_target_reach_by_hand():
+    steps = np.arange(10, 101, 10, dtype=float)
+    mean = np.linspace(0.1, 1.0, 10)  # 0.1 at step 10, ..., 1.0 at step 100: first >= 0.5 at step 50
+    draws = np.vstack([mean + 0.1 * k for k in (-1, 0, 1)] * 10)  # reaches 0.5 at steps 60, 50, 40
+    plateau_draws = np.array([0.4, 0.45, 0.6, 0.7])
+    reach = target_reach(steps, mean, draws, plateau_draws, 0.5, level_at_cut=0.05)
+    assert reach.step == 50 and reach.share_reached == 1.0 and not reach.already
+    assert reach.lo80 == 40 and reach.hi80 == 60
+    assert reach.p_plateau_at_least == 0.5
+    never = target_reach(steps, mean, draws, plateau_draws, 1.5, level_at_cut=0.05)
+    assert np.isnan(never.step) and "not within the horizon" in never.message and never.share_reached == 0
+    assert target_reach(steps, mean, draws, plateau_draws, 0.01, level_at_cut=0.05).already  # a fall already made
+
+
+def test_p_highest_pairs_brier_by_hand():
+    a, b, c = np.full(100, 1.0), np.r_[np.full(50, 2.0), np.full(50, 0.0)], np.full(100, 0.5)
+    p = p_highest([a, b, c])  # b tops half the joint draws, a the other half, c never
+    assert p == pytest.approx([0.5, 0.5, 0.0])
+    assert brier(p, [1.0, 2.0, 0.0]) == pytest.approx(0.25 + 0.25 + 0.0)  # b is truly highest
+    assert pairs_ordered([1, 2, 3], [10, 20, 30]) == 1.0
+    assert pairs_ordered([3, 2, 1], [10, 20, 30]) == 0.0
+    assert pairs_ordered([1, 1, 3], [10, 20, 30]) == pytest.approx((0.5 + 1 + 1) / 3)  # a tie counts half
+    assert pairs_ordered([1, 2, 3], [10, 10.01, 30], tolerance=0.1) == 1.0  # the near tie is not a pair
+
+
+def test_the_stop_rule_by_hand():
+    draws = [np.full(100, 0.9), np.r_[np.full(97, 0.2), np.full(3, 0.95)], np.r_[np.full(90, 0.3), np.full(10, 1.0)]]
+    stop, p, best = stop_decisions(draws, levels=[0.6, 0.4, 0.5])
+    assert best == 0.6 and p == pytest.approx([1.0, 0.03, 0.10])
+    assert stop.tolist() == [False, True, False]
+    # the leader is never stopped, even when its own forecast falls below the best so far
+    stop, _, _ = stop_decisions([np.full(10, 0.1), np.full(10, 0.9)], levels=[0.6, 0.4])
+    assert stop.tolist() == [False, False]
+    outcome = stop_rule_outcome([False, True, True], 0.25, [0.8, 0.9, 0.1], reward_span=1.0)
+    assert outcome.steps_saved == pytest.approx(2 / 3 * 0.75) and outcome.loss == pytest.approx(0.1)
+    assert outcome.loss_share == pytest.approx(0.1) and outcome.loss_of_best == pytest.approx(0.1 / 0.9)
+
+
+# --- staged rises -------------------------------------------------------------------------------------------------
+
+
+def _staged_series(seed=3):
+    rng = np.random.default_rng(seed)
+    fmt = 1.5 * (1 - np.exp(-T / 30)) + rng.normal(0, 0.05, T.size)
+    corr = np.where(T > 200, 6 * (1 - np.exp(-(T - 200) / 20)), 0.0) + np.where(T > 200, rng.normal(0, 0.1, T.size), 0)
+    return {"format": (T, fmt), "correct": (T, corr)}
+
+
+def test_a_function_that_has_not_started_widens_the_plateau_by_its_headroom():
+    series = _staged_series()
+    assert has_started(series["format"][1][:100], 1.4) and not has_started(series["correct"][1][:100], 0.0)
+    staged = forecast_components(series, 0.25, 400.0, ranges={"correct": (0.0, 6.0)})
+    assert not staged.per_function["correct"].started and staged.per_function["correct"].headroom == pytest.approx(6)
+    assert staged.per_function["format"].started and staged.per_function["format"].headroom == 0
+    # the true plateau (1.5 + 6) is inside the summed band; the format function alone is near 1.5
+    assert staged.plateau["lo80"] < 1.6 < staged.plateau["mean"] + 0.2 and staged.plateau["hi80"] > 5.0
+    # undeclared, the headroom is the largest span another function shows by the cut, and the notes say so
+    guessed = forecast_components(series, 0.25, 400.0)
+    assert guessed.per_function["correct"].headroom == pytest.approx(np.ptp(series["format"][1][T <= 100]))
+    assert any("--component-range correct" in note for note in guessed.notes)
+    assert component_columns(["rewards/a/mean", "rewards/a/std", "reward", "rewards/b/mean"]) == {
+        "a": "rewards/a/mean", "b": "rewards/b/mean"}
+
+
+# --- the CLI on every saved log format ----------------------------------------------------------------------------
+
+
+def _history(rinf, omega, seed):
+    rng = np.random.default_rng(seed)
+    y = three_phase(T, 0.1, rinf, omega) + rng.normal(0, 0.03, T.size)
+    return [{"step": int(s), "reward": float(v), "loss": 0.0} for s, v in zip(T, y)]
+
+
+def _write(fmt, folder, history):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [e for e in history if "reward" in e]
+    if fmt == "trainer_state":
+        path = folder / "trainer_state.json"
+        path.write_text(json.dumps({"global_step": 400, "log_history": history}))
+    elif fmt == "log_history":
+        path = folder / "history.json"
+        path.write_text(json.dumps(history))
+    elif fmt == "output_folder":
+        (folder / "checkpoint-400").mkdir()
+        (folder / "checkpoint-400" / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+        path = folder
+    elif fmt == "wandb_csv":
+        path = folder / "wandb.csv"
+        pd.DataFrame({"Step": [e["step"] for e in rows],
+                      "run-x - train/reward": [e["reward"] for e in rows]}).to_csv(path, index=False)
+    else:
+        path = folder / "log.csv"
+        pd.DataFrame({"step": [e["step"] for e in rows], "reward": [e["reward"] for e in rows]}).to_csv(
+            path, index=False)
+    return path
+
+
+FORMATS = ["trainer_state", "log_history", "output_folder", "wandb_csv", "workflow_csv"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pgrpo_forecast_target_on_every_log_format(tmp_path, fmt):
+    path = _write(fmt, tmp_path / "run", _history(0.7, 0.03, 11))
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(path), "--fraction", "0.25", "--reward-range", "0", "1", "--target", "0.6",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert {"forecast", "plateau", "t90", "mixture", "seen", "held_out"} <= set(data)  # today's keys kept
+    target = data["target"]
+    # the curve 0.7 - 0.6 (1 + 0.03 t) e^{-0.03 t} crosses 0.6 at t = 111.9; the plateau is at 0.7
+    assert target["p_plateau_at_least"] > 0.9 and abs(target["step"] - 112) < 15
+    assert target["lo80"] <= target["step"] <= target["hi80"]
+    assert main(["forecast", str(path), "--fraction", "0.25", "--reward-range", "0", "1", "--target", "0.95",
+                 "--json", str(out)]) == 0
+    far = json.loads(out.read_text())["target"]
+    assert far["step"] is None and "not within the horizon" in far["message"] and far["p_plateau_at_least"] < 0.1
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pgrpo_forecast_compare_ranks_runs_on_every_log_format(tmp_path, fmt, capsys):
+    plateaus = (0.8, 0.5, 0.3)
+    paths = [str(_write(fmt, tmp_path / f"run{i}", _history(rinf, 0.03, 20 + i))) for i, rinf in enumerate(plateaus)]
+    out = tmp_path / "c.json"
+    assert main(["forecast", "--compare", *paths, "--fraction", "0.25", "--reward-range", "0", "1",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    ranked = [run["log"] for run in data["runs"]]
+    assert ranked == paths  # best first: the order of the planted plateaus
+    assert [run["rank"] for run in data["runs"]] == [1, 2, 3]
+    assert data["runs"][0]["p_highest"] > 0.9 and sum(r["p_highest"] for r in data["runs"]) == pytest.approx(1)
+    # the run planted at 0.3 is below the leader's level at the cut (0.59) with no chance to pass it: stopped
+    assert data["runs"][2]["stop_now"] and not data["runs"][0]["stop_now"]
+    assert main(["forecast", paths[0], "--compare", *paths[1:], "--fraction", "0.25"]) == 0
+    text = capsys.readouterr().out
+    assert "rank" in text and "stop" in text and "keep" in text
+
+
+def test_compare_of_finished_runs_ends_each_at_its_level(tmp_path):
+    paths = [str(_write("workflow_csv", tmp_path / f"r{i}", _history(rinf, 0.05, i))) for i, rinf in
+             enumerate((0.4, 0.6))]
+    out = tmp_path / "c.json"
+    assert main(["forecast", "--compare", *paths, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["runs"][0]["log"] == paths[1] and abs(data["runs"][0]["plateau"]["mean"] - 0.6) < 0.03
+    assert "reached the horizon" in data["runs"][0]["message"]
+
+
+def test_compare_needs_two_logs_and_forecast_a_log(tmp_path, capsys):
+    path = str(_write("workflow_csv", tmp_path / "r", _history(0.5, 0.03, 1)))
+    assert main(["forecast", "--compare", path]) == 2
+    assert "at least two logs" in capsys.readouterr().err
+    assert main(["forecast"]) == 2
+    assert main(["forecast", "--compare", path, path, "--stop-threshold", "1.5"]) == 2
+    assert main(["forecast", "--compare", path, path, "--png", str(tmp_path / "x.png")]) == 2
+    assert main(["forecast", path, "--component-range", "x", "1", "0"]) == 2
+
+
+def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path):
+    series = _staged_series()
+    history = [{"step": int(s), "rewards/format/mean": float(a), "rewards/correct/mean": float(b)}
+               for s, a, b in zip(T, series["format"][1], series["correct"][1])]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(path), "--fraction", "0.25", "--component-range", "correct", "0", "6",
+                 "--target", "3", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    staged = data["components"]
+    assert staged["functions"] == ["format", "correct"] and not staged["per_function"]["correct"]["started"]
+    assert data["plateau"]["hi80"] < 2.5 < staged["plateau"]["hi80"]  # the summed curve alone excludes the jump
+    assert 0.2 < staged["p_plateau_at_least"] < 0.6
+    assert main(["forecast", str(path), "--component-range", "nope", "0", "1"]) == 2
+
+
+# --- the benchmark against the truth ------------------------------------------------------------------------------
+
+
+def test_the_denoised_reference_recovers_a_line_and_follows_a_bend():
+    from pgrpo.fit.truth import denoised_reference
+
+    rng = np.random.default_rng(5)
+    t = np.arange(0, 200, 2.0)
+    line = 0.2 + 0.001 * t
+    ref = denoised_reference(t, line + rng.normal(0, 0.05, t.size))
+    assert np.sqrt(np.mean((ref.values - line) ** 2)) < 0.05 / 3  # far below the noise
+    assert np.all(ref.se > 0) and np.all(ref.se < 0.05)
+    bend = 0.5 + 0.3 * np.sin(t / 15)
+    wiggly = denoised_reference(t, bend + rng.normal(0, 0.02, t.size))
+    assert wiggly.bandwidth < 15 and np.sqrt(np.mean((wiggly.values - bend) ** 2)) < 0.02
+
+
+def test_the_generated_families_are_their_closed_forms_logged_binomially():
+    from pgrpo.fit.truth import FAMILY_BATCH, closed_form_families
+
+    curves = {(g.family, g.member): g for g in closed_form_families()}
+    fast = curves[("rise", "fast-low")]
+    assert fast.truth[fast.steps == 24][0] == pytest.approx(0.1 + 0.4 * (1 - np.exp(-24 / 25)))
+    assert np.allclose(fast.values * FAMILY_BATCH, np.round(fast.values * FAMILY_BATCH))  # k / B
+    assert abs(np.mean(fast.values[-20:]) - np.mean(fast.truth[-20:])) < 0.05
+    staged = curves[("two_stage", "onset190")]
+    fmt, correct = staged.components["format"], staged.components["correct"]
+    assert np.allclose(staged.truth, fmt[2] + correct[2]) and np.allclose(staged.values, fmt[1] + correct[1])
+    assert correct[2][0] == pytest.approx(0.0) and correct[2][-1] > 0.55  # correctness starts at 0, rises late
+    assert np.all(curves[("flat", "mid")].truth == 0.45)
+
+
+def test_truth_scores_by_hand():
+    from pgrpo.fit.truth import truth_scores
+
+    t = np.arange(0, 100, 1.0)
+    truth = 0.2 + 0.004 * t  # 0.2 .. 0.596
+    early = t <= 24
+    held = truth[~early]
+    scores = truth_scores(t, truth, early, truth, 1.0, held.copy(), np.full(held.size, 0.296), 0.578, 91.0)
+    assert scores["mean_rmse"] == 0 and scores["mean_rmse_ratio"] == 0
+    assert scores["persistence_mean_rmse"] == pytest.approx(np.sqrt(np.mean((held - 0.296) ** 2)))
+    assert scores["plateau_true"] == pytest.approx(np.mean(truth[-10:]))  # 0.578
+    assert scores["plateau_error_range"] == pytest.approx(0.0, abs=1e-9)
+    assert scores["persistence_plateau_error_range"] == pytest.approx(0.578 - 0.296)
+    # t90: 90% of the change from the first 10% mean (0.218) to 0.578 is 0.542, first at t = 86
+    assert scores["t90_true"] == 86 and scores["t90_true_error_share"] == pytest.approx(5 / 99)
+    assert scores["truth_moves"] and scores["truth_kind"] == "true mean"
+
+
+def test_a_sweep_of_flat_runs_is_ordered_and_stopped_without_loss(tmp_path):
+    from pgrpo.fit.benchmark import Curve, default_methods, run_protocol, summarize
+    from pgrpo.fit.forecaster import RunContext
+    from pgrpo.stages.forecast_benchmark import run_forecast_benchmark
+
+    rng = np.random.default_rng(8)
+    t = np.arange(0, 200, 2.0)
+    corpus = [Curve(f"s/{level}", "closed-form", "dev", "reward", t, rng.binomial(32, level, t.size) / 32,
+                    context=RunContext(reward_range=(0.0, 1.0), batch=32), truth=np.full(t.size, level),
+                    sweep="s", family="flat", provenance={"source": "test"}) for level in (0.2, 0.5, 0.8)]
+    methods = {k: v for k, v in default_methods().items() if k in ("persistence", "forecaster")}
+    rows = run_protocol(corpus, methods, fractions=[0.25])
+    sweep = [r for r in rows if r.get("kind") == "sweep" and r["method"] == "forecaster"][0]
+    assert sweep["pairs_right"] == 1.0 and sweep["pairs_right_at_cut"] == 1.0 and sweep["brier"] < 0.05
+    assert sweep["stopped"] == 2 and sweep["steps_saved"] == pytest.approx(2 / 3 * 0.75)
+    assert sweep["stop_loss_share"] == 0.0
+    cell = [r for r in summarize(rows) if r["part"] == "closed-form: flat" and r["method"] == "forecaster"][0]
+    assert cell["truth_kind"] == "true mean" and cell["truth_moves"] == 0 and cell["sweeps"] == 1
+    run_forecast_benchmark(corpus, methods, str(tmp_path / "b.csv"), str(tmp_path / "b.md"), fractions=[0.25])
+    text = (tmp_path / "b.md").read_text()
+    assert "## Against the truth and in decisions" in text and "scored on the interval alone" in text
+    from pgrpo.stages.readme import forecast_facts  # the README's facts read the CSV back, sweep rows included
+
+    facts = forecast_facts(str(tmp_path / "b.csv"))
+    assert {f["part"] for f in facts} == {"closed-form", "closed-form: flat", "overall"}
+
+
+def test_the_staged_method_keeps_a_late_rise_inside_the_plateau_band():
+    from pgrpo.fit.benchmark import STAGED, Curve, default_methods, run_protocol
+    from pgrpo.fit.forecaster import RunContext
+    from pgrpo.fit.truth import closed_form_families
+
+    g = [g for g in closed_form_families() if g.family == "two_stage" and g.member == "onset150"][0]
+    curve = Curve("two", "closed-form", "dev", "reward", g.steps, g.values, truth=g.truth,
+                  context=RunContext(reward_range=(0.0, 1.0)), family="two_stage",
+                  components={fn: (c[0], c[1], c[3]) for fn, c in g.components.items()})
+    methods = {k: v for k, v in default_methods().items() if k in ("persistence", "forecaster", STAGED)}
+    rows = {r["method"]: r for r in run_protocol([curve], methods, fractions=[0.25])}
+    assert not rows["forecaster"]["plateau_covered80"]  # the summed curve alone reads the correctness as flat
+    assert rows[STAGED]["plateau_covered80"] and rows[STAGED]["plateau_hi80"] > 0.9
+
+
+def test_real_logs_of_one_study_are_a_sweep():
+    from pgrpo.fit.benchmark import Curve
+    from pgrpo.stages.forecast_benchmark import with_study_sweeps
+
+    def curve(name, last, split="dev"):
+        return Curve(f"{name}/reward", "real", split, "reward", np.arange(0, last + 1, 10.0), np.zeros(last // 10 + 1))
+
+    curves = with_study_sweeps([curve("sun_a", 200), curve("sun_b", 200), curve("sun_c", 400), curve("ann_a", 200),
+                                curve("sun_d", 200, "holdout")])
+    assert [c.sweep for c in curves] == ["real/sun/reward@200", "real/sun/reward@200", None, None, None]

@@ -1,0 +1,341 @@
+"""The live callback (pgrpo.live, issue 20): stop rules on hand-made reads, Theorem 7's lines against the closed
+forms, replay reading only what had been logged, replay and watch on every saved format, and real GRPOTrainer runs
+of the tiny model (a zero reward stopped by ``stop_on=["degeneracy"]``, the real reward run to its end)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pgrpo.diagnose.planted import SEED, planted_logs
+from pgrpo.errors import InputError
+from pgrpo.live.reads import (
+    CONSECUTIVE_READS,
+    PLATEAU_RULE,
+    LiveRead,
+    LiveSettings,
+    StopRules,
+    configuration_theory,
+    curves_from_history,
+    measured_theory,
+    read_curves,
+)
+from pgrpo.stages.diagnose import read_log, run_diagnose
+from pgrpo.stages.live import run_replay, run_watch
+
+PLANTED = planted_logs(SEED)
+
+
+def fake_read(step, flagged=None, severity="medium", hi80=None):
+    modes = {"degeneracy": {"flagged": flagged, "onset_step": 3.0 if flagged else None,
+                            "severity": severity if flagged else None, "verdict": "stuck"}}
+    forecast = {"plateau": {"mean": hi80, "lo80": hi80, "hi80": hi80}} if hi80 is not None else {}
+    return LiveRead(float(step), {"modes": modes}, forecast)
+
+
+# ---- stop rules -------------------------------------------------------------------------------------------
+
+
+def test_a_mode_stops_at_the_second_consecutive_read_of_at_least_medium_severity():
+    rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
+    assert rules.update(fake_read(10, True)) is None
+    decision = rules.update(fake_read(20, True, "high"))
+    assert decision is not None and (decision.step, decision.mode, decision.onset_step) == (20.0, "degeneracy", 3.0)
+    assert CONSECUTIVE_READS == 2
+
+
+@pytest.mark.parametrize("sequence", [
+    [(True, "low")] * 5,  # low severity never stops
+    [(True, "high"), (False, None), (True, "high"), (False, None), (True, "medium")],  # never twice in a row
+])
+def test_low_severity_or_alternating_flags_never_stop(sequence):
+    rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
+    assert all(rules.update(fake_read(10 * (i + 1), f, s)) is None for i, (f, s) in enumerate(sequence))
+
+
+def test_a_mode_not_in_stop_on_never_stops():
+    rules = StopRules(LiveSettings(stop_on=()))
+    assert all(rules.update(fake_read(s, True, "high")) is None for s in (10, 20, 30))
+
+
+def test_plateau_rule_stops_when_the_upper_bound_stays_below_the_target():
+    rules = StopRules(LiveSettings(stop_if_plateau_below=0.5))
+    assert rules.update(fake_read(10, hi80=0.4)) is None
+    assert rules.update(fake_read(20, hi80=0.6)) is None  # above: the streak restarts
+    assert rules.update(fake_read(30, hi80=0.3)) is None
+    decision = rules.update(fake_read(40, hi80=0.45))
+    assert decision is not None and decision.mode == PLATEAU_RULE and decision.step == 40.0
+
+
+@pytest.mark.parametrize("bad", [dict(every=0), dict(stop_on=("nonsense",)), dict(stop_if_plateau_below="x"),
+                                 dict(reward_range=(1.0, 0.0))])
+def test_bad_settings_name_the_key(bad):
+    with pytest.raises(InputError, match="live"):
+        LiveSettings(**bad)
+
+
+# ---- Theorem 7 ----------------------------------------------------------------------------------------------
+
+
+def test_configuration_theory_is_prop_9s_critical_stiffness():
+    theory = configuration_theory(eta=0.01, mu=0.9, k_ref=4)
+    assert theory["critical_K"] == pytest.approx(0.1 / (0.01 * 4))
+
+
+def test_K_from_the_early_slope_inverts_eq_14_on_a_planted_exponential():
+    eta, mu, k_ref, lam = 0.02, 0.9, 2, 0.05
+    t = np.arange(1, 41, dtype=float)
+    reward = 0.8 - 0.6 * np.exp(-lam * (t - 1))
+    theory = measured_theory(t, reward, eta, mu, k_ref)
+    K = lam * (1 - mu) / (eta * (1 + lam * k_ref))  # Eq. 14 solved by hand
+    assert theory["K"] == pytest.approx(K, rel=1e-3)
+    assert theory["margin"] == pytest.approx((1 - mu) - K * eta * k_ref, rel=1e-3)
+    m_eff, c_eff = (1 + mu) / (2 * eta) + K * k_ref**2 / 2, (1 - mu) / eta - K * k_ref
+    assert theory["zeta"] == pytest.approx(c_eff / (2 * math.sqrt(K * m_eff)), rel=1e-3)
+    assert theory["regime"] == ("oscillatory" if theory["zeta"] < 1 else "monotone")
+
+
+# ---- one code path with the CLI ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["planted_stuck_at_zero", "planted_healthy", "planted_truncation_only"])
+def test_a_read_of_the_whole_history_flags_what_pgrpo_diagnose_flags(name, tmp_path):
+    case = PLANTED[name]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": case["log_history"]}))
+    cli = run_diagnose(str(path), max_completion_length=case["meta"]["max_completion_length"]).to_dict()["modes"]
+    settings = LiveSettings(max_completion_length=case["meta"]["max_completion_length"])
+    live = read_curves(curves_from_history(case["log_history"]), settings).modes
+    assert {m: v["flagged"] for m, v in live.items()} == {m: v["flagged"] for m, v in cli.items()}
+    assert {m: v["onset_step"] for m, v in live.items()} == {m: v["onset_step"] for m, v in cli.items()}
+
+
+def test_keys_a_read_added_are_not_read_back():
+    history = [dict(e, **{"pgrpo/degeneracy": 1.0}) for e in PLANTED["planted_healthy"]["log_history"]]
+    curves = curves_from_history(history)
+    assert not [c for c in curves.frame.columns if c.startswith("pgrpo")]
+
+
+# ---- replay ----------------------------------------------------------------------------------------------------
+
+
+def write_formats(history: list, folder: Path) -> dict[str, Path]:
+    """The same log in every saved format: trainer_state.json, a bare list, a TRL output folder (latest checkpoint),
+    a W&B-style CSV of train/ names, the workflow's log.csv."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {"trainer_state": folder / "trainer_state.json", "bare": folder / "history.json"}
+    out["trainer_state"].write_text(json.dumps({"log_history": history}))
+    out["bare"].write_text(json.dumps(history))
+    checkpoint = folder / "trl_out" / "checkpoint-300"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    (folder / "trl_out" / "checkpoint-100").mkdir()
+    out["output_folder"] = folder / "trl_out"
+    frame = pd.DataFrame(history)
+    wandb = frame.rename(columns={c: f"train/{c}" for c in frame.columns if c != "step"}).rename(
+        columns={"step": "train/global_step"})
+    out["wandb_csv"] = folder / "wandb.csv"
+    wandb.to_csv(out["wandb_csv"], index=False)
+    return out
+
+
+def test_replay_flags_a_planted_stuck_run_early_and_reads_only_what_was_logged(tmp_path):
+    case = PLANTED["planted_stuck_at_zero"]
+    paths = write_formats(case["log_history"], tmp_path)
+    result = run_replay(str(paths["trainer_state"]), every=10, stop_on=["degeneracy"],
+                        out_json=str(tmp_path / "replay.json"), quiet=True)
+    assert json.loads((tmp_path / "replay.json").read_text())["every"] == 10
+    last = case["log_history"][-1]["step"]
+    assert result["stopped"]["mode"] == "degeneracy"
+    assert result["stopped"]["step"] <= 0.1 * last  # within the first tenth of a 300-step run
+    for read in result["reads"]:
+        for verdict in read["modes"].values():
+            assert verdict["onset_step"] is None or verdict["onset_step"] <= read["step"]
+    assert [r["step"] for r in result["reads"]] == [10.0 * (i + 1) for i in range(len(result["reads"]))]
+
+
+def test_replay_of_a_healthy_run_does_not_stop_and_reads_to_the_end(tmp_path):
+    case = PLANTED["planted_healthy_every5_no_kl"]  # logged every 5 steps: reads every 10 logged rows = 50 steps
+    paths = write_formats(case["log_history"], tmp_path)
+    result = run_replay(str(paths["bare"]), every=10, stop_on=["degeneracy", "no_learning", "regression"], quiet=True)
+    assert result["stopped"] is None
+    steps = [e["step"] for e in case["log_history"] if "reward" in e]
+    assert result["reads"][0]["step"] == steps[9]
+    assert result["reads"][-1]["step"] == steps[-1]
+
+
+@pytest.mark.parametrize("fmt", ["trainer_state", "bare", "output_folder", "wandb_csv"])
+def test_replay_and_watch_read_every_saved_format_alike(fmt, tmp_path):
+    history = PLANTED["planted_stuck_at_zero"]["log_history"][:120]
+    paths = write_formats(history, tmp_path)
+    reference = run_replay(str(paths["trainer_state"]), every=20, quiet=True)
+    result = run_replay(str(paths[fmt]), every=20, quiet=True)
+    assert result["first_flagged"] == reference["first_flagged"] and result["first_flagged"]
+    reads = run_watch(str(paths[fmt]), once=True, out_dir=str(tmp_path / f"watch_{fmt}"))
+    payload = json.loads((tmp_path / f"watch_{fmt}" / "live.json").read_text())
+    assert payload["modes"]["degeneracy"]["flagged"] is True and reads[0].step == 120.0
+    assert (tmp_path / f"watch_{fmt}" / "live.html").read_text().startswith("<!doctype html>")
+
+
+def test_watch_reads_the_workflow_log_csv_with_its_meta(tmp_path):
+    history = PLANTED["planted_stuck_at_zero"]["log_history"][:60]
+    run = tmp_path / "fixture" / "G8" / "seed42"
+    run.mkdir(parents=True)
+    pd.DataFrame(history).to_csv(run / "log.csv", index=False)
+    (run / "meta.json").write_text(json.dumps({"model": "fixture", "G": 8, "eta": 0.01, "mu": 0.9, "k_ref": 1,
+                                               "max_steps": 300, "max_completion_length": 1024}))
+    run_watch(str(run), once=True)
+    payload = json.loads((run / "pgrpo" / "live.json").read_text())
+    assert payload["theory"]["configuration"]["critical_K"] == pytest.approx(0.1 / 0.01)
+    assert payload["live"]["total_steps"] == 300.0  # the planned length from meta.json, for the forecast
+
+
+def test_watch_of_an_unreadable_log_is_one_line(tmp_path):
+    (tmp_path / "log.csv").write_text("not,a\nlog")
+    with pytest.raises(InputError):
+        run_watch(str(tmp_path), once=True)
+
+
+def test_replay_cli_prints_one_line_and_writes_json(tmp_path):
+    paths = write_formats(PLANTED["planted_stuck_at_zero"]["log_history"][:100], tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pgrpo", "replay", str(paths["wandb_csv"]), "--every", "10",
+                           "--stop-on", "degeneracy", "--json", str(tmp_path / "r.json"), "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "stopped at step" in done.stdout
+    assert set(json.loads((tmp_path / "r.json").read_text())) >= {"every", "reads", "first_flagged", "stopped"}
+
+
+# ---- the callback without a trainer: a read never raises ---------------------------------------------------------
+
+
+class _State:
+    def __init__(self, history, step=10, max_steps=100):
+        self.log_history, self.global_step, self.max_steps, self.is_world_process_zero = history, step, max_steps, True
+
+
+class _Control:
+    should_save = should_training_stop = False
+
+
+class _Args:
+    learning_rate, adam_beta1, num_iterations, steps_per_generation = 1e-5, 0.9, 1, None
+    gradient_accumulation_steps, per_device_train_batch_size, num_generations, max_completion_length = 4, 4, 4, 64
+    output_dir = None
+
+
+def test_a_log_the_callback_cannot_read_warns_and_training_goes_on(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    from pgrpo.live import DynamicsCallback
+
+    callback = DynamicsCallback(every=1, stop_on=["degeneracy"], output_dir=str(tmp_path))
+    args, control = _Args(), _Control()
+    state = _State([{"reward": "garbage", "step": "x"}])
+    callback.on_train_begin(args, state, control)
+    assert callback.on_log(args, state, control, logs={"reward": 0.0}) is control
+    assert not control.should_training_stop and callback.warnings
+    assert "pgrpo live: warning" in capsys.readouterr().err
+
+
+# ---- real GRPOTrainer runs of the tiny model ----------------------------------------------------------------------
+
+
+def zero_reward(completions, **kwargs):
+    return [0.0 for _ in completions]
+
+
+def plain_trl_run(model_dir: Path, out: Path, reward, callback, max_steps: int):
+    """A plain TRL script: GRPOConfig + GRPOTrainer + the callback, nothing of the workflow."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from tests.test_train import problems
+
+    args = GRPOConfig(output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=6, logging_steps=1, save_strategy="no", report_to=[], learning_rate=5e-3,
+                      use_cpu=True, seed=0, disable_tqdm=True)
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward], args=args,
+                          train_dataset=problems(64, 0), processing_class=AutoTokenizer.from_pretrained(model_dir),
+                          callbacks=[callback])
+    trainer.train()
+    return trainer
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    pytest.importorskip("trl")
+    from tests.test_train import build_fixture_model
+
+    return build_fixture_model(tmp_path_factory.mktemp("live_model"))
+
+
+@pytest.mark.slow
+def test_a_zero_reward_run_stops_well_before_max_steps_with_stop_json(tiny_model, tmp_path):
+    from pgrpo.live import DynamicsCallback
+
+    callback = DynamicsCallback(every=4, stop_on=["degeneracy"])
+    trainer = plain_trl_run(tiny_model, tmp_path, zero_reward, callback, max_steps=40)
+    assert trainer.state.global_step <= 20  # well before 40
+    stop = json.loads((tmp_path / "pgrpo" / "stop.json").read_text())
+    assert stop["mode"] == "degeneracy" and stop["step"] == trainer.state.global_step
+    assert {"onset_step", "severity", "reason", "forecast"} <= set(stop)
+    assert (tmp_path / f"checkpoint-{trainer.state.global_step}").is_dir()  # saved before the stop
+    assert json.loads((tmp_path / "pgrpo" / "live.json").read_text())["live"]["stopped"]["mode"] == "degeneracy"
+
+
+@pytest.mark.slow
+def test_the_real_reward_runs_to_its_end_with_pgrpo_keys_in_the_log_history(tiny_model, tmp_path):
+    from tests.test_train import lower_or_digit_reward
+    from pgrpo.live import DynamicsCallback
+
+    callback = DynamicsCallback(every=4, stop_on=["degeneracy"])
+    trainer = plain_trl_run(tiny_model, tmp_path, lambda completions, answer, **kw: lower_or_digit_reward(
+        completions, answer), callback, max_steps=16)
+    assert trainer.state.global_step == 16
+    assert not (tmp_path / "pgrpo" / "stop.json").exists()
+    keyed = [e for e in trainer.state.log_history if "pgrpo/degeneracy" in e]
+    assert [e["step"] for e in keyed] == [8, 12, 16]  # reads at 4 too, where degeneracy has too few points
+    assert any("pgrpo/plateau" in e for e in trainer.state.log_history)
+    payload = json.loads((tmp_path / "pgrpo" / "live.json").read_text())
+    assert payload["theory"]["configuration"]["k_ref"] == 1.0 and payload["live"]["step"] == 16
+    assert payload["modes"]["truncation"]["thresholds"]  # the cap came from args.max_completion_length
+
+
+# ---- the workflow's runs ----------------------------------------------------------------------------------------
+
+
+def test_report_only_live_is_bookkeeping_and_a_stop_rule_is_trajectory():
+    from pgrpo.grpo.training_config import bookkeeping_section, resolve_training, trajectory_section
+
+    report_only = resolve_training({"live": {"every": 5}})
+    assert report_only["live"] == {"every": 5, "stop_on": [], "stop_if_plateau_below": None}  # merged onto defaults
+    assert "live" not in trajectory_section(report_only) and "live" in bookkeeping_section(report_only)
+    stopping = resolve_training({"live": {"stop_on": ["degeneracy"]}})
+    assert "live" in trajectory_section(stopping) and "live" not in bookkeeping_section(stopping)
+    with pytest.raises(InputError, match="training.live.nonsense"):
+        resolve_training({"live": {"nonsense": 1}})
+
+
+def test_the_schema_takes_training_live(repo_root):
+    from pgrpo.config import load_config
+
+    config = load_config(repo_root / "config" / "config.yaml")
+    assert config["training"]["live"] == {"every": 10, "stop_on": [], "stop_if_plateau_below": None}
+
+
+@pytest.mark.slow
+def test_a_workflow_run_writes_live_json_beside_log_csv(tiny_model, tmp_path):
+    from tests.test_train import run_fixture, small_training
+
+    run_fixture(tiny_model, tmp_path, small_training(max_steps=6, eval_steps=0, live={"every": 2}))
+    payload = json.loads((tmp_path / "pgrpo" / "live.json").read_text())
+    assert (tmp_path / "log.csv").is_file() and payload["live"]["step"] == 6
+    assert payload["live"]["settings"]["max_completion_length"] == 6
+    assert [r["step"] for r in payload["live"]["reads"]] == [2.0, 4.0, 6.0]

@@ -1,0 +1,403 @@
+"""One live read of a run in progress: the failure modes of ``pgrpo diagnose`` (Section 5, Figures 2-5, through
+:func:`pgrpo.diagnose.readouts.report.diagnose_curves`, the function the CLI calls) and the forecast of ``pgrpo
+forecast`` (:func:`pgrpo.fit.forecast.forecast_run` with the run's planned length), on what has been logged so far;
+the stop rules that read successive reads; and Theorem 7 (Eq. 9-10) and Prop. 9 (Eq. 11) for the run's
+configuration, with ``K`` measured from the early slope (Eq. 14 inverted, as Section 5.6's protocol does).
+
+Pure: no file is read or written here (the callback in :mod:`pgrpo.live.callback` and the stage
+:mod:`pgrpo.stages.live` do that), and nothing imports transformers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pgrpo.diagnose.columns import KNOWN_COLUMNS, apply_aliases
+from pgrpo.diagnose.modes.record import MODES
+from pgrpo.diagnose.records import RunCurves, plain
+from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
+from pgrpo.errors import InputError
+from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log
+
+#: the prefix of the keys a read adds to the trainer's logs (stripped again before a read)
+KEY_PREFIX = "pgrpo/"
+
+#: severities that count toward a stop (the issue: "severity at least medium")
+STOP_SEVERITIES = frozenset({"medium", "high"})
+
+#: consecutive reads a stop rule must hold at before it stops the run
+CONSECUTIVE_READS = 2
+
+#: the pseudo-mode of the plateau stop rule in ``stop.json``
+PLATEAU_RULE = "plateau_below"
+
+#: fewest reward points before K is measured from the early slope
+MIN_POINTS_FOR_K = 10
+
+#: the forecast runs at every this many reads by default (measured by benchmarks/live/bench_overhead.py: a read
+#: that diagnoses costs ~0.05 s, one that also forecasts ~0.2-0.6 s on one core)
+DEFAULT_FORECAST_EVERY = 3
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """What the callback, ``pgrpo replay`` and ``pgrpo watch`` share: the read cadence (``every`` logged training
+    steps), the stop rules and what the user knows about the run (reward range, completion cap)."""
+
+    every: int = 10
+    stop_on: tuple[str, ...] = ()
+    stop_if_plateau_below: float | None = None
+    reward_range: tuple[float, float] | None = None
+    max_completion_length: int | None = None
+    #: forecast at every ``forecast_every``-th read (the 3rd, 6th, ...; 1: every read, 0: never); the reads between
+    #: carry the latest forecast forward (its cost is ~5-10x the diagnosis': see benchmarks/live/bench_overhead.py)
+    forecast_every: int = DEFAULT_FORECAST_EVERY
+    #: the diagnose rule set (``ours``; ``toolkit``: the post-training toolkit's rules, for the live benchmark)
+    rule_set: str = "ours"
+    #: diagnose only the last ``window_rows`` logged rows (None: the whole history; the toolkit's callback: 200)
+    window_rows: int | None = None
+    #: consecutive reads a stop rule must hold at, and the severities that count (the toolkit: 1 read, "high")
+    consecutive_reads: int = CONSECUTIVE_READS
+    stop_severities: tuple[str, ...] = tuple(sorted(STOP_SEVERITIES))
+
+    def __post_init__(self):
+        for name in ("every", "forecast_every", "consecutive_reads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "forecast_every"
+                                                                                  else 1):
+                raise InputError(f"live {name}: must be an integer >= {0 if name == 'forecast_every' else 1}, "
+                                 f"got {value!r}")
+        if self.window_rows is not None and (isinstance(self.window_rows, bool)
+                                             or not isinstance(self.window_rows, int) or self.window_rows < 1):
+            raise InputError(f"live window_rows: must be an integer >= 1, got {self.window_rows!r}")
+        if self.rule_set not in ("ours", "toolkit"):
+            raise InputError(f"live rule_set: must be 'ours' or 'toolkit', got {self.rule_set!r}")
+        unknown = [m for m in self.stop_on if m not in MODES]
+        if unknown:
+            raise InputError(f"live stop_on: unknown mode(s) {', '.join(map(str, unknown))} (known: {', '.join(MODES)})")
+        if self.stop_if_plateau_below is not None and (isinstance(self.stop_if_plateau_below, bool) or not isinstance(
+                self.stop_if_plateau_below, (int, float)) or not math.isfinite(self.stop_if_plateau_below)):
+            raise InputError(f"live stop_if_plateau_below: must be a number, got {self.stop_if_plateau_below!r}")
+        if self.reward_range is not None and (len(self.reward_range) != 2
+                                              or not float(self.reward_range[0]) < float(self.reward_range[1])):
+            raise InputError(f"live reward_range: must be two numbers LO < HI, got {list(self.reward_range)}")
+
+    def config(self) -> DiagnosticsConfig:
+        """The ``diagnostics`` config the CLI would build from ``--reward-range`` and ``--max-completion-length``."""
+        modes: dict[str, Any] = {} if self.rule_set == "ours" else {"rule_set": self.rule_set}
+        if self.reward_range is not None:
+            modes["reward_range"] = [float(v) for v in self.reward_range]
+        if self.max_completion_length is not None:
+            modes["truncation"] = {"max_completion_length": int(self.max_completion_length)}
+        return diagnostics_config({"modes": modes} if modes else {})
+
+    def forecasts_at(self, index: int) -> bool:
+        """Whether the read numbered ``index`` (0-based) forecasts: the first and every ``forecast_every``-th."""
+        return self.forecast_every > 0 and (index == 0 or (index + 1) % self.forecast_every == 0)
+
+    def with_completion_cap(self, cap: int | None) -> "LiveSettings":
+        """These settings with the completion cap (read from the trainer's args) set where it was not."""
+        return self if self.max_completion_length is not None or not cap else replace(
+            self, max_completion_length=int(cap))
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain({"every": self.every, "stop_on": list(self.stop_on),
+                      "stop_if_plateau_below": self.stop_if_plateau_below, "reward_range": self.reward_range,
+                      "max_completion_length": self.max_completion_length, "forecast_every": self.forecast_every,
+                      "rule_set": self.rule_set, "window_rows": self.window_rows,
+                      "consecutive_reads": self.consecutive_reads, "stop_severities": list(self.stop_severities)})
+
+
+def curves_from_history(history: Sequence[Mapping[str, Any]], source: str = "log_history",
+                        meta: Mapping[str, Any] | None = None) -> RunCurves:
+    """A trainer's ``state.log_history`` as the RunCurves ``pgrpo diagnose`` reads from a ``trainer_state.json``
+    (the same normalisation: :func:`frame_from_log_history`, :func:`normalize_log`, the column aliases); NaN and
+    infinite values are read as missing and listed (``--allow-nan``), the keys a read added are left out."""
+    rows, non_finite = [], {}
+    for entry in history:
+        if not isinstance(entry, Mapping):
+            continue
+        row = {k: v for k, v in entry.items() if not str(k).startswith(KEY_PREFIX)}
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value) and key != "step":
+                non_finite.setdefault(normalize_column(key), []).append(float(entry.get("step", float("nan"))))
+        rows.append(row)
+    frame = frame_from_log_history(rows, source).replace([np.inf, -np.inf], np.nan)
+    frame = normalize_log(frame, source)
+    return _curves(frame, source, meta, non_finite)
+
+
+def _curves(frame: pd.DataFrame, source: str, meta: Mapping[str, Any] | None,
+            non_finite: Mapping[str, list[float]]) -> RunCurves:
+    frame, sources = apply_aliases(frame)
+    known = [c for c in KNOWN_COLUMNS if c in frame.columns and np.isfinite(frame[c].to_numpy(float)).any()]
+    if not known:
+        raise InputError(f"log {source} has no recognisable column yet (looked for {', '.join(KNOWN_COLUMNS)})")
+    meta = dict(meta or {})
+    G = int(meta["G"]) if meta.get("G") else None
+    return RunCurves(str(meta.get("model") or "run"), G, frame, source, meta or None,
+                     {c: sources.get(c, c) for c in known},
+                     {k: list(v) for k, v in non_finite.items()})
+
+
+def curves_up_to(curves: RunCurves, step: float) -> RunCurves:
+    """What had been logged by ``step``: the rows at or before it (``pgrpo replay``'s view of a live read)."""
+    frame = curves.frame[curves.frame["step"].to_numpy(float) <= step].reset_index(drop=True)
+    non_finite = {k: [s for s in v if s <= step] for k, v in curves.non_finite.items()}
+    return RunCurves(curves.model, curves.G, frame, curves.source, curves.meta, dict(curves.column_sources),
+                     {k: v for k, v in non_finite.items() if v})
+
+
+def curves_tail(curves: RunCurves, rows: int | None) -> RunCurves:
+    """The last ``rows`` logged rows (the post-training toolkit's callback reads a 200-row window); None: all."""
+    if rows is None or len(curves.frame) <= rows:
+        return curves
+    frame = curves.frame.iloc[-rows:].reset_index(drop=True)
+    first = float(frame["step"].iloc[0])
+    non_finite = {k: [s for s in v if s >= first] for k, v in curves.non_finite.items()}
+    return RunCurves(curves.model, curves.G, frame, curves.source, curves.meta, dict(curves.column_sources),
+                     {k: v for k, v in non_finite.items() if v})
+
+
+def training_steps(curves: RunCurves) -> np.ndarray:
+    """The steps with a logged training reward (the rows a read counts), in order."""
+    if "reward" not in curves.frame.columns:
+        return np.array([])
+    steps = curves.frame["step"].to_numpy(float)
+    values = curves.frame["reward"].to_numpy(float)
+    return np.sort(steps[np.isfinite(values) & np.isfinite(steps)])
+
+
+@dataclass
+class LiveRead:
+    """One read at ``step``: the diagnosis (``diagnosis``: ``pgrpo diagnose --json``'s schema), the forecast
+    (``forecast``: ``pgrpo forecast``'s record of the forecaster, ``plateau``/``t90`` with 80% bands), how long it
+    took (``seconds``) and why a part could not run (``errors``)."""
+
+    step: float
+    diagnosis: dict[str, Any] = field(default_factory=dict)
+    forecast: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    #: the step the forecast was made at: this read's step, an earlier read's (carried forward), or None (none yet)
+    forecast_step: float | None = None
+
+    @property
+    def fresh_forecast(self) -> bool:
+        """Whether this read forecast (rather than carrying an earlier read's forecast forward)."""
+        return self.forecast_step is not None and self.forecast_step == self.step
+
+    @property
+    def modes(self) -> dict[str, dict[str, Any]]:
+        """Per mode, generically: ``flagged``, ``onset_step``, ``severity`` (and ``episodes``/``active`` where the
+        mode reports them)."""
+        out = {}
+        for mode, verdict in (self.diagnosis.get("modes") or {}).items():
+            out[mode] = {k: verdict.get(k) for k in ("flagged", "onset_step", "severity", "verdict")}
+            for extra in ("episodes", "active"):
+                if extra in verdict:
+                    out[mode][extra] = verdict[extra]
+        return out
+
+    @property
+    def plateau(self) -> dict[str, float | None]:
+        band = self.forecast.get("plateau") or {}
+        return {k: band.get(k) for k in ("mean", "lo80", "hi80")}
+
+    @property
+    def t90(self) -> dict[str, float | None]:
+        band = self.forecast.get("t90") or {}
+        return {k: band.get(k) for k in ("mean", "lo80", "hi80")}
+
+    def log_keys(self) -> dict[str, float]:
+        """The ``pgrpo/*`` keys added to the trainer's logs: ``pgrpo/<mode>`` (0/1, modes that could run) and the
+        forecast's plateau with its 80% band and ``t90`` (when the forecast ran)."""
+        keys: dict[str, float] = {}
+        for mode, verdict in self.modes.items():
+            if verdict.get("flagged") is not None:
+                keys[f"{KEY_PREFIX}{mode}"] = 1.0 if verdict["flagged"] else 0.0
+        if not self.fresh_forecast:
+            return keys
+        for name, value in (("plateau", self.plateau["mean"]), ("plateau_lo80", self.plateau["lo80"]),
+                            ("plateau_hi80", self.plateau["hi80"]), ("t90", self.t90["mean"])):
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                keys[f"{KEY_PREFIX}{name}"] = float(value)
+        return keys
+
+    def verdict_line(self) -> str:
+        """One line a user reads: the step, the flagged modes, where the run is headed."""
+        summary = (self.diagnosis.get("summary") or {}).get("line") or "no diagnosis"
+        plateau = self.plateau
+        if isinstance(plateau["mean"], (int, float)):
+            head = (f"plateau {plateau['mean']:.3g} [{plateau['lo80']:.3g}, {plateau['hi80']:.3g}] (80%)"
+                    if isinstance(plateau["lo80"], (int, float)) and isinstance(plateau["hi80"], (int, float))
+                    else f"plateau {plateau['mean']:.3g}")
+            t90 = self.t90["mean"]
+            head += f", t90 ~ step {t90:.0f}" if isinstance(t90, (int, float)) else ""
+            head += "" if self.fresh_forecast else f" (forecast at step {self.forecast_step:g})"
+        else:
+            head = "no forecast yet" + (f" ({self.forecast.get('message')})" if self.forecast.get("message") else "")
+        return f"step {self.step:g}: {summary}; {head}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain({"step": self.step, "modes": self.modes, "plateau": self.plateau, "t90": self.t90,
+                      "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors})
+
+
+def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | None = None,
+                batch: float | None = None, forecast: bool = True, previous: LiveRead | None = None) -> LiveRead:
+    """One read: ``diagnose_curves`` (the CLI's function, the modes of :mod:`pgrpo.diagnose.modes`; on the last
+    ``settings.window_rows`` rows where set) and, when ``forecast``, the forecaster cut at the last logged step,
+    forecasting to ``total_steps`` (the planned length; default the last logged step, which leaves nothing to
+    forecast); without it the ``previous`` read's forecast is carried forward. A part that fails is recorded in
+    ``errors``, never raised."""
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+    from pgrpo.fit.forecast import forecast_run
+    from pgrpo.fit.forecaster import ForecasterSettings, RunContext
+
+    started = time.perf_counter()
+    step = float(curves.last_step)
+    read = LiveRead(step)
+    try:
+        read.diagnosis = diagnose_curves(curves_tail(curves, settings.window_rows), settings.config()).to_dict()
+    except Exception as error:  # noqa: BLE001 - a read never raises into the trainer
+        read.errors.append(f"diagnose: {type(error).__name__}: {error}")
+    if not forecast:
+        if previous is not None:
+            read.forecast, read.forecast_step = previous.forecast, previous.forecast_step
+        read.seconds = time.perf_counter() - started
+        return read
+    read.forecast_step = step
+    try:
+        steps, values, _ = curves.series("reward")
+        total = float(total_steps) if total_steps else float(step)
+        if steps.size and total > 0:
+            fraction = min(1.0, float(steps[-1]) / total)
+            meta = curves.meta or {}
+            eval_series = None
+            if curves.has("eval_reward"):
+                eval_steps, eval_values, _ = curves.series("eval_reward")
+                eval_series = (eval_steps, eval_values)
+            reward_range = settings.reward_range or ((0.0, 1.0) if meta.get("k_ref") is not None else None)
+            context = RunContext(reward_range=tuple(map(float, reward_range)) if reward_range else None,
+                                 batch=batch, mu=_number(meta.get("mu")), k_ref=_number(meta.get("k_ref")),
+                                 eval_series=eval_series)
+            result = forecast_run(steps, values, fraction, total, context, ForecasterSettings(), "reward")
+            read.forecast = result.to_dict()
+            read.forecast.pop("forecast", None)  # the per-step path: kept out of the per-read record
+        else:
+            read.forecast = {"success": False, "message": "no reward logged yet"}
+    except Exception as error:  # noqa: BLE001
+        read.errors.append(f"forecast: {type(error).__name__}: {error}")
+        read.forecast = {"success": False, "message": str(error)}
+    read.seconds = time.perf_counter() - started
+    return read
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@dataclass
+class StopDecision:
+    """Why a run was stopped: the read's step, the mode (or :data:`PLATEAU_RULE`), its onset and severity, the
+    reason in words and the forecast then."""
+
+    step: float
+    mode: str
+    onset_step: float | None
+    severity: str | None
+    reason: str
+    forecast: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain({"step": self.step, "mode": self.mode, "onset_step": self.onset_step, "severity": self.severity,
+                      "reason": self.reason, "forecast": self.forecast})
+
+
+class StopRules:
+    """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, or the
+    forecast plateau's upper 80% bound below ``stop_if_plateau_below``, at :data:`CONSECUTIVE_READS` reads in a
+    row (one noisy read never stops a run). :meth:`update` returns the decision at the read that stops."""
+
+    def __init__(self, settings: LiveSettings):
+        self.settings = settings
+        self.streak: dict[str, int] = {}
+
+    def update(self, read: LiveRead) -> StopDecision | None:
+        modes = read.modes
+        need = self.settings.consecutive_reads
+        for mode in self.settings.stop_on:
+            verdict = modes.get(mode) or {}
+            hit = bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
+            self.streak[mode] = self.streak.get(mode, 0) + 1 if hit else 0
+        hi80 = read.plateau.get("hi80")
+        limit = self.settings.stop_if_plateau_below
+        if limit is not None and (read.fresh_forecast or read.forecast_step is None and read.forecast):
+            # a forecast carried forward from an earlier read neither extends nor breaks the streak
+            hit = isinstance(hi80, (int, float)) and hi80 < limit
+            self.streak[PLATEAU_RULE] = self.streak.get(PLATEAU_RULE, 0) + 1 if hit else 0
+        forecast = {"plateau": read.plateau, "t90": read.t90, "law": read.forecast.get("law"),
+                    "message": read.forecast.get("message")}
+        for mode in self.settings.stop_on:
+            if self.streak.get(mode, 0) >= need:
+                verdict = modes[mode]
+                reason = (f"{mode} flagged ({verdict.get('severity')}) at {need} consecutive read(s): "
+                          f"{verdict.get('verdict')}")
+                return StopDecision(read.step, mode, verdict.get("onset_step"), verdict.get("severity"), reason,
+                                    forecast)
+        if limit is not None and self.streak.get(PLATEAU_RULE, 0) >= need:
+            reason = (f"forecast plateau {read.plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
+                      f"{limit:g} at {need} consecutive forecast(s): the run cannot reach it")
+            return StopDecision(read.step, PLATEAU_RULE, None, None, reason, forecast)
+        return None
+
+
+# ---- Theorem 7 at the start ----------------------------------------------------------------------------------
+
+
+def refresh_of(num_iterations: int, steps_per_generation: int | None, gradient_accumulation_steps: int) -> float:
+    """K_ref in optimizer steps from TRL's arguments (:func:`pgrpo.grpo.training_config.refresh_interval`)."""
+    from pgrpo.grpo.refresh import refresh_interval
+
+    return float(refresh_interval({"num_iterations": int(num_iterations or 1),
+                                   "steps_per_generation": steps_per_generation,
+                                   "gradient_accumulation_steps": int(gradient_accumulation_steps or 1)}))
+
+
+def configuration_theory(eta: float, mu: float, k_ref: float) -> dict[str, Any]:
+    """Theorem 7 before any step: the configuration and Prop. 9's critical stiffness ``(1 - mu) / (eta K_ref)``
+    (Eq. 11: unstable for a measured ``K`` above it)."""
+    k_crit = (1.0 - mu) / (eta * k_ref) if eta > 0 and k_ref > 0 else float("inf")
+    line = (f"Theorem 7: eta={eta:g}, mu={mu:g} (Adam beta1), K_ref={k_ref:g}; Prop. 9 stable while K < "
+            f"(1-mu)/(eta K_ref) = {k_crit:.4g}; K is measured from the early slope at the first read with "
+            f">= {MIN_POINTS_FOR_K} rewards")
+    return plain({"eta": eta, "mu": mu, "k_ref": k_ref, "critical_K": k_crit, "line": line})
+
+
+def measured_theory(steps: np.ndarray, rewards: np.ndarray, eta: float, mu: float, k_ref: float) -> dict[str, Any]:
+    """K from the early slope (Eq. 14 inverted, :func:`pgrpo.fit.kref_sweep.measure_stiffness`), the Prop. 9 margin
+    ``(1 - mu) - K eta K_ref``, zeta (Eq. 10) and the predicted regime (oscillation when zeta < 1)."""
+    from pgrpo.fit.kref_sweep import SweepRun, measure_stiffness, predicted_regime
+    from pgrpo.theory.closed_forms import damping_ratio
+
+    estimate = measure_stiffness(SweepRun("live", eta, k_ref, mu, np.asarray(steps, float),
+                                          np.asarray(rewards, float)))
+    K = estimate.K
+    if not (math.isfinite(K) and K > 0):
+        return plain({"K": None, "margin": None, "zeta": None, "regime": "unknown", "step": float(steps[-1]),
+                      "line": f"K not measured from the early slope ({estimate.message or 'no positive K'})"})
+    margin = (1.0 - mu) - K * eta * k_ref
+    zeta = float(damping_ratio(eta, mu, K, k_ref))
+    regime = predicted_regime(zeta, margin)
+    line = (f"K = {K:.4g} from the early slope (to step {steps[-1]:g}); Prop. 9 margin (1-mu) - K eta K_ref = "
+            f"{margin:.4g}; zeta = {zeta:.3g}: predicted {regime}" +
+            (" (an oscillation: zeta < 1)" if regime == "oscillatory" else ""))
+    return plain({"K": K, "rate": estimate.rate, "margin": margin, "zeta": zeta, "regime": regime,
+                  "step": float(steps[-1]), "line": line})

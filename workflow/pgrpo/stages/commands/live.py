@@ -1,0 +1,87 @@
+"""``pgrpo replay`` (the live callback over a saved log, as if live), ``pgrpo watch`` (a run started without it) and
+``pgrpo live-benchmark`` (the replay over the labelled corpus, ours beside the post-training toolkit's callback):
+Section 5's failure modes and Section 4.4's forecast read as :class:`pgrpo.live.DynamicsCallback` reads them
+(:mod:`pgrpo.stages.live`, :mod:`pgrpo.stages.live_benchmark`)."""
+
+from __future__ import annotations
+
+import sys
+
+from pgrpo.stages.commands import BENCHMARKS, USER_TOOLS, Commands
+
+_MODES_HELP = "hacking, degeneracy, concentration, instability, no_learning, regression, truncation"
+
+
+def add_commands(commands: Commands) -> None:
+    p = commands.add("replay", USER_TOOLS, "the live callback over a saved log as if live: when each failure mode "
+                                           "would have been flagged, and where a stop rule would have stopped",
+                     _replay)
+    p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder, log.csv, or a "
+                               "W&B/TRL CSV")
+    p.add_argument("--every", type=int, default=10, help="read every N logged training steps (default 10)")
+    p.add_argument("--stop-on", nargs="*", default=[], metavar="MODE", help=f"modes that stop the run ({_MODES_HELP})")
+    p.add_argument("--stop-if-plateau-below", type=float, help="stop when the forecast plateau's upper 80%% bound "
+                                                               "is below this")
+    p.add_argument("--json", help="write the replay as JSON")
+    p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
+    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
+    p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
+    p.add_argument("--total-steps", type=float, help="the run's planned length (default: meta's max_steps, else "
+                                                     "the last logged step)")
+    p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read, as the "
+                                                                 "callback does (default 3; 1: every read)")
+    p.add_argument("--quiet", action="store_true", help="no verdict line per read")
+
+    p = commands.add("watch", USER_TOOLS, "watch a run started without the callback: re-read its newest log, one "
+                                          "verdict line per read, live.json beside it", _watch)
+    p.add_argument("path", help="a TRL output folder (its latest checkpoint), a SLURM job's output folder with "
+                                "log.csv, or a CSV being rewritten")
+    p.add_argument("--every", type=float, default=60.0, help="seconds between reads (default 60)")
+    p.add_argument("--once", action="store_true", help="read once and exit")
+    p.add_argument("--out", help="folder for live.json/live.html (default: <the log's folder>/pgrpo)")
+    p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
+    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
+    p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
+    p.add_argument("--total-steps", type=float, help="the run's planned length (for the forecast)")
+
+    p = commands.add("live-benchmark", BENCHMARKS, "the live callback replayed over the planted and the labelled "
+                     "public logs: detection latency, false stops, steps saved (ours vs the post-training toolkit's "
+                     "callback)", _live_benchmark)
+    p.add_argument("--data-dir", default="benchmarks/forecast/data", help="labelled public TRL logs (labels.json)")
+    p.add_argument("--out", required=True, help="folder for table.md, table.csv, summary.json, reads/")
+    p.add_argument("--every", type=int, default=10, help="our read cadence in logged steps (default 10)")
+    p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read "
+                                                                 "(default 3, the callback's)")
+
+
+def _live_benchmark(args):
+    from tqdm import tqdm
+
+    from pgrpo.stages import live_benchmark
+
+    with tqdm(desc="live benchmark", unit="log", file=sys.stderr) as bar:
+        result = live_benchmark.run_live_benchmark(args.out, args.data_dir, args.every, args.forecast_every,
+                                                   progress=lambda _: bar.update())
+    print(f"pgrpo live-benchmark: {sum(result['logs_per_split'].values())} logs -> {args.out}/table.md")
+
+
+def _replay(args):
+    from pgrpo.stages import live
+
+    result = live.run_replay(args.log, every=args.every, stop_on=args.stop_on,
+                             stop_if_plateau_below=args.stop_if_plateau_below, out_json=args.json,
+                             meta_json=args.meta, reward_range=args.reward_range,
+                             max_completion_length=args.max_completion_length, total_steps=args.total_steps,
+                             quiet=args.quiet, forecast_every=args.forecast_every)
+    first = ", ".join(f"{m} at step {s:g}" for m, s in result["first_flagged"].items()) or "no mode flagged"
+    stopped = result["stopped"]
+    print(f"replay of {args.log}: {len(result['reads'])} reads every {args.every} logged steps; first flagged: "
+          f"{first}; " + (f"stopped at step {stopped['step']:g} ({stopped['reason']})" if stopped else "not stopped"))
+
+
+def _watch(args):
+    from pgrpo.stages import live
+
+    live.run_watch(args.path, every_seconds=args.every, once=args.once, out_dir=args.out, meta_json=args.meta,
+                   reward_range=args.reward_range, max_completion_length=args.max_completion_length,
+                   total_steps=args.total_steps)

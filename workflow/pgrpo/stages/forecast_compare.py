@@ -1,0 +1,128 @@
+"""``pgrpo forecast --compare LOG LOG ...`` (beyond the paper; each run is forecast with the laws of Section 3.5,
+Eq. 14-16, by :func:`pgrpo.fit.forecast.forecast_run`): the runs of a sweep ranked by where they will end, with
+P(each ends highest) and the runs the stop rule of Domhan et al. would stop now (:mod:`pgrpo.fit.decisions`).
+
+Every run is forecast to one horizon (``total_steps``; default: a run's ``meta.json`` ``max_steps`` beside its log,
+else the longest run's last logged step) from every point it has logged (or, with ``fraction``, from its first
+``fraction`` of that horizon, to replay a decision on finished runs). A run that has reached the horizon ends at its
+smoothed level (with that level's s.d. as its spread).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from pgrpo.errors import InputError
+from pgrpo.fit.decisions import STOP_THRESHOLD, p_highest, stop_decisions
+from pgrpo.fit.least_squares import finite_or_none
+
+
+def _meta_beside(log: str) -> dict[str, Any]:
+    from pgrpo.stages.logs import resolve_log_path
+
+    path = resolve_log_path(log).parent / "meta.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError:
+            return {}
+    return {}
+
+
+def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fraction: float | None = None,
+                         column: str = "reward", reward_range: Sequence[float] | None = None,
+                         batch: float | None = None, total_steps: float | None = None,
+                         threshold: float = STOP_THRESHOLD, target: float | None = None,
+                         settings: Any = None) -> dict[str, Any]:
+    """Rank ``logs`` by their forecast plateaus (see the module docstring); write ``out_json`` or print a table.
+    Keys: ``horizon``, ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
+    ``runs`` (best first): ``log``, ``rank``, ``plateau`` (``mean, lo80, hi80``), ``level_at_cut``, ``cut_step``,
+    ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked."""
+    from pgrpo.atomic import write_json
+    from pgrpo.fit.forecast import forecast_run
+    from pgrpo.fit.forecaster import ForecasterSettings, RunContext
+    from pgrpo.fit.level_guard import smoothed_level
+    from pgrpo.stages.aggregate import load_log
+    from pgrpo.tables.forecast_compare import compare_text
+
+    if len(logs) < 2:
+        raise InputError(f"--compare needs at least two logs, got {len(logs)}")
+    if not 0 < threshold < 1:
+        raise InputError(f"--stop-threshold must be a probability in (0, 1), got {threshold}")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise InputError(f"forecast fraction must be a number in (0, 1], got {fraction!r}")
+    if reward_range is not None:
+        if len(reward_range) != 2 or not float(reward_range[0]) < float(reward_range[1]):
+            raise InputError(f"reward range must be two numbers LO < HI, got {list(reward_range)}")
+        reward_range = (float(reward_range[0]), float(reward_range[1]))
+    settings = settings or ForecasterSettings()
+    series, metas = [], []
+    for log in logs:
+        frame = load_log(log)
+        if column not in frame.columns:
+            available = ", ".join(c for c in frame.columns if c != "step")
+            raise InputError(f"column '{column}' is not in {log} (columns: {available})")
+        t, y = frame["step"].to_numpy(float), frame[column].to_numpy(float)
+        keep = np.isfinite(t) & np.isfinite(y)
+        if keep.sum() < 3:
+            raise InputError(f"log {log}: '{column}' has {int(keep.sum())} finite point(s), need at least 3")
+        series.append((t[keep], y[keep]))
+        metas.append(_meta_beside(log))
+    if total_steps is None:
+        planned = [float(m["max_steps"]) for m in metas if m.get("max_steps")]
+        total_steps = max(planned) if planned else max(float(t[-1]) for t, _ in series)
+    horizon = float(total_steps)
+    rng = np.random.default_rng(0)
+    runs = []
+    for log, (t, y), meta in zip(logs, series, metas):
+        cut = fraction * horizon if fraction is not None else min(float(t[-1]), horizon)
+        r_range = reward_range or ((0.0, 1.0) if meta else None)
+        context = RunContext(reward_range=r_range, batch=batch)
+        record: dict[str, Any] = {"log": str(log), "cut_step": cut}
+        result = None
+        if cut < horizon:
+            result = forecast_run(t, y, cut / horizon, horizon, context, settings, column, target=target)
+        if result is not None and result.success:
+            draws = np.asarray(result.plateau_draws, float)
+            record.update(plateau=result.plateau, level_at_cut=result.level_at_cut, message=result.message)
+            if result.target:
+                record["target"] = result.target
+        else:
+            seen = y[t <= cut]
+            level, level_sd, _ = smoothed_level(seen)
+            level_sd = level_sd if np.isfinite(level_sd) else 0.0
+            draws = level + level_sd * rng.standard_normal(settings.draws)
+            record.update(plateau={"mean": level, "lo80": float(np.quantile(draws, 0.1)),
+                                   "hi80": float(np.quantile(draws, 0.9))}, level_at_cut=level,
+                          message=(result.message if result is not None else
+                                   f"the run has reached the horizon (step {horizon:.0f}): it ends at its level"))
+        runs.append((record, draws))
+    draws = [d for _, d in runs]
+    levels = [r["level_at_cut"] for r, _ in runs]
+    stop, p_beat, best_so_far = stop_decisions(draws, levels, threshold)
+    p_top = p_highest(draws)
+    for (record, _), s, pb, pt in zip(runs, stop, p_beat, p_top):
+        record.update(p_highest=float(pt), p_beats_best_so_far=float(pb), stop_now=bool(s))
+    order = sorted(range(len(runs)), key=lambda i: -runs[i][0]["plateau"]["mean"])
+    ranked = []
+    for rank, i in enumerate(order, start=1):
+        runs[i][0]["rank"] = rank
+        ranked.append(runs[i][0])
+    payload = finite_or_none({
+        "column": column, "horizon": horizon, "fraction": fraction, "stop_threshold": threshold,
+        "best_so_far": {"level": best_so_far, "log": str(logs[int(np.argmax(levels))])},
+        "runs": ranked})
+    if out_json:
+        write_json(out_json, payload)
+    else:
+        print(compare_text(payload))
+    return payload
+
+
+def compare_paths(args_log: str | None, compare: Sequence[str]) -> list[str]:
+    """The logs of ``pgrpo forecast [LOG] --compare LOG ...``: the positional one first, if any."""
+    return ([args_log] if args_log else []) + [str(Path(p)) for p in compare]

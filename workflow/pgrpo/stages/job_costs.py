@@ -1,0 +1,110 @@
+"""Stage: the main job's per-job cost table (issue 24), from the DAG written when the run started and every job's
+Snakemake benchmark file (``results/benchmarks/**/*.tsv``, column ``s``: wall-clock seconds).
+
+:func:`write_job_graph` is called by the workflow's ``onstart`` hook (``workflow/rules/costs.smk``) with each job's
+rule, benchmark file, inputs and outputs; :func:`run_job_costs` (``pgrpo job-costs``, rule ``job_costs``) reads it
+back with the benchmark files and writes the table (:mod:`pgrpo.grpo.job_costs`, :mod:`pgrpo.tables.job_costs`).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from pgrpo import atomic
+from pgrpo.errors import InputError
+from pgrpo.grpo.job_costs import CostTable, Job, cost_table
+
+#: rules whose jobs are not counted: the target rule and the table's own
+NOT_COUNTED = ("all", "job_costs")
+
+
+def write_job_graph(jobs: Iterable[Mapping], path: str) -> None:
+    """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``) as JSON, atomically."""
+    records = [{"rule": str(j["rule"]), "benchmark": str(j["benchmark"]) if j.get("benchmark") else None,
+                "inputs": sorted(str(f) for f in j.get("inputs") or ()),
+                "outputs": sorted(str(f) for f in j.get("outputs") or ())} for j in jobs]
+    atomic.write_json(path, {"jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
+
+
+def benchmark_seconds(path: Path) -> float | None:
+    """The mean wall-clock seconds (column ``s``) of a benchmark file's repeats; None when it is absent."""
+    if not path.is_file():
+        return None
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        if "s" not in (reader.fieldnames or []):
+            raise InputError(f"benchmark file {path}: no column 's'")
+        values = [float(row["s"]) for row in reader if row.get("s") not in (None, "", "NA")]
+    return sum(values) / len(values) if values else None
+
+
+def _job_name(record: Mapping, root: Path) -> str:
+    bench = record.get("benchmark")
+    if bench:
+        try:
+            return str(Path(bench).relative_to(root).with_suffix(""))
+        except ValueError:
+            return str(Path(bench).with_suffix(""))
+    outputs = record.get("outputs") or []
+    return f"{record['rule']}:{outputs[0]}" if outputs else str(record["rule"])
+
+
+def load_jobs(graph_json: str, benchmarks_dir: str) -> list[Job]:
+    """The jobs of ``graph_json`` with the seconds of their benchmark files."""
+    data = atomic.read_json(graph_json, "the job graph (written when the run started)")
+    if not isinstance(data.get("jobs"), list):
+        raise InputError(f"{graph_json}: no 'jobs' list")
+    root = Path(benchmarks_dir)
+    jobs = []
+    for record in data["jobs"]:
+        for key in ("rule", "inputs", "outputs"):
+            if key not in record:
+                raise InputError(f"{graph_json}: a job without '{key}'")
+        bench = record.get("benchmark")
+        jobs.append(Job(name=_job_name(record, root), rule=record["rule"],
+                        seconds=benchmark_seconds(Path(bench)) if bench else None,
+                        inputs=tuple(record["inputs"]), outputs=tuple(record["outputs"])))
+    return jobs
+
+
+def planned_seconds(jobs: list[Job], config: dict | None) -> list[Job]:
+    """Each job with ``pgrpo plan``'s seconds for it where the plan prices it (read-only use of the plan)."""
+    if config is None:
+        return jobs
+    import dataclasses
+
+    try:  # the plan reads model configs through the training stack, which the analysis env need not have
+        from pgrpo.stages.plan import build_plan
+    except ImportError as err:
+        print(f"job-costs: no planned seconds ({err})")
+        return jobs
+    try:
+        plan = build_plan(config, benchmarks_dir=None)
+    except (InputError, KeyError, ValueError) as err:  # a config the plan cannot price: no planned column
+        print(f"job-costs: no planned seconds ({err})")
+        return jobs
+    out = []
+    for job in jobs:
+        try:
+            out.append(dataclasses.replace(job, planned_seconds=plan.job(job.name).hours * 3600.0))
+        except KeyError:
+            out.append(job)
+    return out
+
+
+def run_job_costs(graph_json: str, benchmarks_dir: str, out_md: str, out_csv: str, cores: int = 2,
+                  config: dict | None = None) -> CostTable:
+    """Write the cost table (Markdown and CSV) of the jobs in ``graph_json``; print the totals."""
+    import pandas as pd
+
+    from pgrpo.tables.job_costs import cost_markdown, job_rows
+
+    table = cost_table(planned_seconds(load_jobs(graph_json, benchmarks_dir), config), exclude_rules=NOT_COUNTED)
+    atomic.write_text(out_md, cost_markdown(table, cores) + "\n")
+    columns = ["job", "rule", "seconds", "share", "critical_path", "planned_seconds"]
+    atomic.write_csv(out_csv, pd.DataFrame(job_rows(table), columns=columns))
+    print(f"job-seconds {table.total_seconds:.0f} s over {len(table.jobs)} jobs; critical path "
+          f"{table.critical_path_seconds:.0f} s; on {cores} cores >= {table.wall_lower_bound(cores):.0f} s")
+    return table

@@ -1,0 +1,174 @@
+"""Stages ``pgrpo replay`` and ``pgrpo watch``: the live reads of :mod:`pgrpo.live.reads` (Section 5's failure
+modes and Section 4.4's forecast, read as :class:`pgrpo.live.DynamicsCallback` reads them) over a saved log as if
+live, and over a run started without the callback, re-reading its newest log; ``live.json``/``live.html`` and the
+replay's JSON written atomically.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pgrpo.atomic import read_json, write_json, write_text
+from pgrpo.diagnose.records import RunCurves, plain
+from pgrpo.errors import InputError
+from pgrpo.live.page import live_html, live_payload
+from pgrpo.live.reads import (
+    DEFAULT_FORECAST_EVERY,
+    MIN_POINTS_FOR_K,
+    LiveRead,
+    LiveSettings,
+    StopRules,
+    configuration_theory,
+    curves_up_to,
+    measured_theory,
+    read_curves,
+    training_steps,
+)
+from pgrpo.stages.diagnose import log_curves
+from pgrpo.stages.logs import resolve_log_path
+
+
+def _theory(meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[float, float, float] | None]:
+    if meta and all(isinstance(meta.get(k), (int, float)) for k in ("eta", "mu", "k_ref")):
+        eta, mu, k_ref = float(meta["eta"]), float(meta["mu"]), float(meta["k_ref"])
+        return {"configuration": configuration_theory(eta, mu, k_ref)}, (eta, mu, k_ref)
+    return {}, None
+
+
+def _total_steps(curves: RunCurves, total_steps: float | None) -> float:
+    meta = curves.meta or {}
+    if total_steps:
+        return float(total_steps)
+    if meta.get("max_steps"):
+        return float(meta["max_steps"])
+    return float(curves.last_step)
+
+
+def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | None = None,
+                  progress: bool = False) -> dict[str, Any]:
+    """The callback over a saved run: a read after every ``every``-th logged training step (and one at the last
+    step, as the callback's read at train end), each on what had been logged by then, forecasting on the callback's
+    schedule (``settings.forecast_every``); the stop rules applied as live (the first stop ends the replay).
+    Returns ``{every, reads, first_flagged, stopped, ...}`` (and, for callers in Python, ``_reads``: the
+    :class:`LiveRead` records, ``_last``: the last)."""
+    total = _total_steps(curves, total_steps)
+    steps = training_steps(curves)
+    if steps.size == 0:
+        raise InputError(f"log {curves.source} has no training reward to replay")
+    points = list(steps[settings.every - 1::settings.every])
+    final = float(steps[-1])
+    rules = StopRules(settings)
+    reads: list[LiveRead] = []
+    first_flagged: dict[str, float] = {}
+    stopped = None
+    theory, config = _theory(curves.meta)
+    for index, step in enumerate(points + ([final] if not points or points[-1] != final else [])):
+        view = curves_up_to(curves, float(step))
+        read = read_curves(view, settings, total, None, settings.forecasts_at(index), reads[-1] if reads else None)
+        reads.append(read)
+        if progress:
+            print(read.verdict_line(), file=sys.stderr)
+        for mode, verdict in read.modes.items():
+            if verdict.get("flagged") and mode not in first_flagged:
+                first_flagged[mode] = float(step)
+        if config is not None and "measured" not in theory:
+            s, v, _ = view.series("reward")
+            if s.size >= MIN_POINTS_FOR_K:
+                theory["measured"] = measured_theory(s, v, *config)
+        if index < len(points):  # the read at the end of training stops nothing
+            decision = rules.update(read)
+            if decision is not None:
+                stopped = decision.to_dict()
+                break
+    return plain({"every": settings.every, "source": curves.source, "total_steps": total,
+                  "last_step": float(curves.last_step), "settings": settings.to_dict(),
+                  "reads": [{"step": r.step, "modes": {m: {"flagged": v.get("flagged"), "onset_step":
+                                                            v.get("onset_step"), "severity": v.get("severity")}
+                                                        for m, v in r.modes.items()},
+                             "plateau": r.plateau, "t90": r.t90, "forecast_step": r.forecast_step,
+                             "seconds": r.seconds, "errors": r.errors}
+                            for r in reads],
+                  "first_flagged": first_flagged,
+                  "stopped": ({k: stopped[k] for k in ("step", "mode", "reason", "onset_step", "severity")}
+                              if stopped else None),
+                  "theory": theory, "_last": reads[-1], "_reads": reads})
+
+
+def _read_meta(meta_json: str | None) -> dict[str, Any] | None:
+    return read_json(meta_json, "run metadata") if meta_json else None
+
+
+def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop_if_plateau_below: float | None = None,
+               out_json: str | None = None, meta_json: str | None = None, reward_range: Sequence[float] | None = None,
+               max_completion_length: int | None = None, total_steps: float | None = None,
+               quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY) -> dict[str, Any]:
+    """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
+    printing one verdict line per read; ``out_json`` gets the replay's JSON."""
+    meta = _read_meta(meta_json)
+    if meta is None:
+        beside = resolve_log_path(log_path).parent / "meta.json"
+        meta = read_json(str(beside), "run metadata") if beside.is_file() else None
+    settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
+                            tuple(reward_range) if reward_range else None,
+                            max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every))
+    curves = log_curves(log_path, meta, None, allow_non_finite=True)
+    result = replay_curves(curves, settings, total_steps, progress=not quiet)
+    result.pop("_last"), result.pop("_reads")
+    if out_json:
+        write_json(out_json, result)
+    return result
+
+
+def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead],
+               theory: Mapping[str, Any], source: str, total_steps: float | None) -> dict[str, Any]:
+    """``live.json`` and ``live.html`` in ``folder`` (atomically)."""
+    payload = live_payload(read, settings, reads, theory, None, source, total_steps)
+    write_json(Path(folder) / "live.json", payload)
+    write_text(Path(folder) / "live.html", live_html(payload))
+    return payload
+
+
+def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_dir: str | None = None,
+              meta_json: str | None = None, reward_range: Sequence[float] | None = None,
+              max_completion_length: int | None = None, total_steps: float | None = None,
+              max_reads: int | None = None) -> list[LiveRead]:
+    """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
+    ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
+    log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
+    cannot be read (yet, or mid-write) prints a warning and is read again next time; ``once``: one read."""
+    reads: list[LiveRead] = []
+    theory: dict[str, Any] = {}
+    last_seen: tuple[str, float] | None = None
+    while True:
+        try:
+            file = resolve_log_path(path)
+            meta = _read_meta(meta_json)
+            if meta is None and (file.parent / "meta.json").is_file():
+                meta = read_json(str(file.parent / "meta.json"), "run metadata")
+            curves = log_curves(str(file), meta, None, allow_non_finite=True)
+            seen = (str(file), float(curves.last_step))
+            if seen != last_seen:
+                last_seen = seen
+                settings = LiveSettings(10, (), None, tuple(reward_range) if reward_range else None,
+                                        max_completion_length or (meta or {}).get("max_completion_length"))
+                read = read_curves(curves, settings, _total_steps(curves, total_steps), None)
+                reads.append(read)
+                if not theory:
+                    theory, config = _theory(curves.meta)
+                    s, v, _ = curves.series("reward")
+                    if config is not None and s.size >= MIN_POINTS_FOR_K:
+                        theory["measured"] = measured_theory(s[:max(MIN_POINTS_FOR_K, s.size // 4)],
+                                                             v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
+                print(read.verdict_line(), flush=True)
+                folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
+                write_live(folder, read, settings, reads, theory, str(file), _total_steps(curves, total_steps))
+        except InputError as error:
+            if once:
+                raise
+            print(f"pgrpo watch: warning: {error}", file=sys.stderr, flush=True)
+        if once or (max_reads is not None and len(reads) >= max_reads):
+            return reads
+        time.sleep(float(every_seconds))

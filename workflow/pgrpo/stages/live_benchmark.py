@@ -1,0 +1,84 @@
+"""Stage ``live_benchmark`` (``pgrpo live-benchmark``): the live callback's reads (Section 5's failure modes,
+Figures 2-5, through ``pgrpo replay``'s code path, :func:`pgrpo.stages.live.replay_curves`) over every log of the
+forecast/diagnose corpus as if live, ours beside the post-training toolkit's live callback replayed the same way,
+scored against the labelled onsets (:mod:`pgrpo.live.benchmark`).
+
+The corpus is the diagnose benchmark's (:mod:`pgrpo.stages.diagnose_benchmark`): the planted logs of
+:mod:`pgrpo.diagnose.planted` (written to ``OUT/planted/``) and the labelled public TRL logs of
+``benchmarks/forecast/data`` (``dev`` and ``holdout`` splits, labels with onsets in ``labels.json`` and
+``benchmarks/diagnose/labels_new_modes.json``). Nothing here is tuned: the callback's defaults are replayed, and the
+holdout split is reported apart. Each run is replayed once per rule set with no stop rule (every read kept); the
+stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first and
+every ``forecast_every``-th read); the stop rules scored here read only the diagnosis.
+
+Writes ``OUT/table.md``, ``OUT/table.csv`` (one row per log, rule set and mode), ``OUT/summary.json`` (the
+records per split, rule set and mode, and the settings) and ``OUT/reads/<log>.json`` (every read of both).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from pgrpo.atomic import write_csv, write_json, write_text
+from pgrpo.diagnose.planted import SEED
+from pgrpo.live.benchmark import RULE_SETS, SPLITS, live_settings, run_rows, summary_records
+from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, training_steps
+from pgrpo.stages.diagnose import log_curves
+from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, real_runs, write_planted
+from pgrpo.stages.live import replay_curves
+from pgrpo.tables.live_benchmark import benchmark_markdown
+
+
+def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[list[dict[str, Any]], dict]:
+    """Both rule sets' reads of one labelled run and their rows."""
+    curves = log_curves(str(run["path"]), run["meta"] or None, None, allow_non_finite=True)
+    steps, rewards, _ = curves.series("reward")
+    rows, reads_out = [], {}
+    for rule_set in RULE_SETS:
+        settings = live_settings(rule_set, every, forecast_every).with_completion_cap(
+            (run["meta"] or {}).get("max_completion_length"))
+        started = time.perf_counter()
+        replay = replay_curves(curves, settings)
+        seconds = time.perf_counter() - started
+        stoppable = len(training_steps(curves)) // settings.every
+        rows += run_rows(run["name"], run["split"], run["labels"], rule_set, replay["_reads"], settings, stoppable,
+                         steps, rewards)
+        reads_out[rule_set] = {"settings": settings.to_dict(), "seconds": seconds,
+                               "reads": [r.to_dict() for r in replay["_reads"]]}
+    return rows, reads_out
+
+
+def run_live_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR, every: int = 10,
+                       forecast_every: int = DEFAULT_FORECAST_EVERY,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Replay every planted and labelled log with both rule sets, score, write the tables (module docstring).
+    Returns the summary records and the rows."""
+    out = Path(out_dir)
+    runs = real_runs(data_dir)  # bad input fails before any work
+    runs = write_planted(out) + runs
+    rows: list[dict[str, Any]] = []
+    seconds = {r: 0.0 for r in RULE_SETS}
+    reads = {r: 0 for r in RULE_SETS}
+    for run in runs:
+        run_rows_, replays = replay_run(run, every, forecast_every)
+        rows += run_rows_
+        for rule_set, replay in replays.items():
+            seconds[rule_set] += replay["seconds"]
+            reads[rule_set] += len(replay["reads"])
+        write_json(out / "reads" / f"{run['name']}.json", replays)
+        if progress:
+            progress(run["name"])
+    records = summary_records(rows)
+    logs_per_split = {s: len({r["log"] for r in rows if r["split"] == s}) for s in SPLITS}
+    settings = {"every": every, "forecast_every": forecast_every, "seed": SEED,
+                "toolkit": live_settings("toolkit").to_dict(),
+                "ms_per_read": {r: 1000 * seconds[r] / reads[r] if reads[r] else None for r in RULE_SETS},
+                "reads": reads}
+    write_csv(out / "table.csv", pd.DataFrame(rows))
+    write_json(out / "summary.json", {"settings": settings, "logs_per_split": logs_per_split, "records": records})
+    write_text(out / "table.md", benchmark_markdown(records, logs_per_split, settings))
+    return {"records": records, "rows": rows, "logs_per_split": logs_per_split, "settings": settings}
