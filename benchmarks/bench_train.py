@@ -10,18 +10,22 @@ section (batch, G, completion length, num_iterations, temperature, beta, epsilon
 (its subclass with the IS-ratio recorder, the step log fsynced per step, the effective-step and live callbacks, its
 progress bar); the plain one is ``trl.GRPOTrainer(model, reward_funcs, args, train_dataset, processing_class,
 peft_config)`` with transformers' default callbacks. Both get one extra callback that stamps every optimizer step's
-end (``on_step_end``), so a step's time is everything between two stamps (generation, loss, backward, optimizer,
-logging, callbacks); the first ``--warmup`` steps are skipped. The runs alternate (workflow, plain; then plain,
-workflow) in one process, ``--rounds`` times. It prints each run's mean and median seconds per step, the seconds
-spent in generation, and the ratio of the means (the workflow's overhead: the target is <= 1.10).
+end (``on_step_end``), so a step's time is everything between two stamps (generation, reward, loss, backward,
+optimizer, logging, callbacks, the live read); the first ``--warmup`` steps are skipped and the default window is one
+whole cycle of the live read. The two run in lockstep in one process (:class:`Lockstep`: the workflow in the main
+thread, plain TRL in a second one, one optimizer step each in turn, each with its own random state, so both see the
+same machine and sample the same completions, which the script checks), ``--rounds`` times with the first to step
+alternating. It prints each run's mean, median and best CPU seconds per step (``time.process_time``; wall seconds
+beside), the CPU seconds spent in generation, the live reads' share, and the ratio of the mean CPU seconds per step
+(the workflow's overhead: the target is <= 1.10). See docs/performance.md ("The trainer against plain TRL").
 
 Then the generation levers (``--no-levers`` skips them): TRL's ``model.generate`` call on one generation batch of
 the tiny model (``per_device_train_batch_size`` completions of ``max_completion_length`` tokens, the sampling
 settings TRL passes), timed as TRL runs it (dynamic cache, all groups in one batch) and with each lever: one
 ``generate`` per group instead of one per batch, ``cache_implementation="static"``, and a static cache with
 ``torch.compile`` (transformers compiles the decoding step when the cache is static and compilation is allowed;
-TRL's GenerationConfig sets ``disable_compile=True``). Each is the best of ``--repeats`` calls after one warm-up
-call (the compile's own seconds printed apart).
+TRL's GenerationConfig sets ``disable_compile=True``). Each is the best of ``--repeats`` calls in CPU seconds after
+a first call (its wall seconds, compilation included, printed beside).
 
 The model: ``--model-dir`` (the workflow's warm-started tiny model, results/model/tiny, after ``make run``), else
 the config's ``models.tiny.path`` if it exists, else an untrained Qwen2 of the config's ``tiny.architecture``
@@ -34,7 +38,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import io
 import os
 import random
 import statistics
@@ -225,8 +228,10 @@ def run_plain(model_dir: str, data: dict, training: dict, G: int, seed: int, out
 
 
 def run_pair(model_dir: str, data: dict, training: dict, G: int, seed: int, work: Path, first: str) -> dict:
-    """One round: the workflow (main thread) and plain TRL (a second thread) in lockstep, ``first`` stepping
-    first; returns their clocks by name."""
+    """One round: the workflow (main thread: it installs signal handlers) and plain TRL (a second thread) in
+    lockstep, ``first`` stepping first; returns their clocks by name. The reward is the same function in both, so it
+    must cost the same: math-verify's parsing timeout (SIGALRM, set up per call: about 1 ms a completion) works in
+    the main thread only, so it is off in both for the round (it never fires on these completions)."""
     lockstep = Lockstep(first, "plain" if first == "workflow" else "workflow")
     clocks = {name: step_clock_class()(name, lockstep) for name in ("workflow", "plain")}
     errors: list[BaseException] = []
@@ -239,16 +244,29 @@ def run_pair(model_dir: str, data: dict, training: dict, G: int, seed: int, work
         finally:
             lockstep.end("plain")
 
-    thread = threading.Thread(target=plain, name="plain-trl")
-    thread.start()
+    from pgrpo.grpo import answer_check
+
+    work.mkdir(parents=True, exist_ok=True)
+    timeout = answer_check._timeout
+    answer_check._timeout = lambda: None  # math-verify's SIGALRM timeout: main thread only, off in both runs
+    log = work / "trainers.log"  # both trainers' progress bars and prints (plain TRL prints every log dict)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # transformers' default callbacks print every log dict
-            run_workflow(model_dir, data, training, G, seed, work / f"G{G}.{first}.workflow", clocks["workflow"])
+        with open(log, "w") as handle, contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+            thread = threading.Thread(target=plain, name="plain-trl")
+            thread.start()
+            try:
+                run_workflow(model_dir, data, training, G, seed, work / f"G{G}.{first}.workflow",
+                             clocks["workflow"])
+            finally:
+                lockstep.end("workflow")
+                thread.join()
+        if errors:
+            raise errors[0]
+    except BaseException:
+        print("".join(log.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
+        raise
     finally:
-        lockstep.end("workflow")
-        thread.join()
-    if errors:
-        raise errors[0]
+        answer_check._timeout = timeout
     return clocks
 
 

@@ -334,7 +334,7 @@ def test_the_benchmarks_page_gives_each_command(results):
         assert command in page
     scripts = page[page.index("## Benchmark scripts"):]
     assert "benchmarks/bench_bandit.py" in scripts and "benchmarks/bench_dryrun.py" in scripts
-    assert not any(ch.isdigit() for ch in scripts.replace("--steps 20 --G 4 16", "").replace("bench_", "")
+    assert not any(ch.isdigit() for ch in scripts.replace("--G 4 16", "").replace("bench_", "")
                    .replace("5.", "")), "no typed numbers for the scripts"
 
 
@@ -462,9 +462,92 @@ def test_the_forecast_benchmark_facts_are_its_medians(tmp_path):
     assert "| 0.700 | 0.600 | 0.800 | 0.30 · 3.00 · 3.00 |" in page and "bandit: bitwise (deterministic)" in page
     assert "| bandit | dev | 3 | 0.900 | 0.600 | 80% |" in render_results_page(facts, "results")
     assert "0.900 (median over 3 curves)" in render_block(facts)
+    # a file without the truth-based columns (older results): those facts are None, the page has no truth table
+    assert all(cell[k] is None for k in ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_covered80",
+                                         "pairs_right", "pairs_right_at_cut", "brier", "steps_saved",
+                                         "stop_loss_share", "truth_kind", "hindsight_moving_mean_rmse_ratio"))
+    assert "Scored against the truth" not in page
     pd.DataFrame([{k: v for k, v in r.items() if k != "rmse_ratio"} for r in rows]).to_csv(path, index=False)
     facts = collect_facts(forecast_benchmark_csv=str(path))
     assert facts["forecast"] == [] and "no column 'rmse_ratio'" in facts["missing"][0]
+
+
+def _truth_benchmark_csv(path):
+    """A benchmark CSV with the truth-based columns: bandit/dev, four curves (the fourth's truth does not move after
+    the cut) and two sweeps; closed-form/dev, three curves of one generated family."""
+    rows = []
+    bandit = [  # forecaster: mean-curve, plateau ratio, plateau covered, 80% cover; hindsight: mean-curve, plateau
+        (1.0, 0.7, 0.6, 1.0, 0.7, 0.65, 0.2), (1.0, 0.9, 0.8, 0.0, 0.8, 0.75, 0.4),
+        (1.0, 0.8, 0.7, 1.0, 0.9, 0.7, 0.3), (0.0, 0.1, 0.0, 1.0, 0.8, 0.2, 0.9)]
+    for i, (moves, mean, plateau, covered, cover, h_mean, h_plateau) in enumerate(bandit):
+        common = {"curve": f"b{i}", "part": "bandit", "split": "dev", "column": "reward", "fraction": 0.25,
+                  "success": True, "persistence_rmse": 1.0, "truth_kind": "true mean", "truth_moves": moves}
+        rows.append({**common, "method": "forecaster", "rmse": 0.9, "rmse_ratio": 0.9, "coverage80": cover,
+                     "mean_rmse_ratio": mean, "plateau_error_ratio": plateau, "plateau_covered80": covered})
+        rows.append({**common, "method": "oracle (cubic in hindsight)", "rmse": 0.5, "rmse_ratio": 0.5,
+                     "coverage80": 0.8, "mean_rmse_ratio": h_mean, "plateau_error_ratio": h_plateau,
+                     "plateau_covered80": 1.0})
+    for i, mean in enumerate((0.3, 0.4, 0.5)):
+        common = {"curve": f"g{i}", "part": "closed-form", "split": "dev", "column": "reward", "fraction": 0.25,
+                  "success": True, "persistence_rmse": 1.0, "truth_kind": "true mean", "truth_moves": 1.0,
+                  "family": "sigmoid"}
+        rows.append({**common, "method": "forecaster", "rmse": 0.8, "rmse_ratio": 0.8, "coverage80": 0.8,
+                     "mean_rmse_ratio": mean, "plateau_error_ratio": 0.2, "plateau_covered80": 1.0})
+    sweeps = [("s1", 0.25, "forecaster", 0.9, 0.7, 0.1, 0.5, 0.01),
+              ("s2", 0.25, "forecaster", 0.8, 0.7, 0.3, 0.4, 0.03),
+              ("s1", 0.25, "oracle (cubic in hindsight)", 1.0, 0.7, 0.0, 0.6, 0.0),
+              ("s2", 0.25, "oracle (cubic in hindsight)", 1.0, 0.7, 0.0, 0.6, 0.01),
+              ("s1", 0.5, "forecaster", 0.0, 0.0, 1.0, 0.0, 1.0)]  # another fraction: not in the facts
+    for sweep, fraction, method, pairs, at_cut, brier, saved, loss in sweeps:
+        rows.append({"kind": "sweep", "curve": sweep, "part": "bandit", "split": "dev", "fraction": fraction,
+                     "method": method, "success": True, "pairs_right": pairs, "pairs_right_at_cut": at_cut,
+                     "brier": brier, "steps_saved": saved, "stop_loss_share": loss})
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_the_forecast_benchmark_facts_hold_its_truth_scores(tmp_path):
+    """Hand medians over the curves whose truth moves (0.7, 0.8, 0.9 -> 0.8; with the still one the median would be
+    0.7), the plateau-covered and truth-moves shares (3 of 4), the sweeps' means (pairs 0.85, at the cut 0.7, Brier
+    0.2, steps saved 0.45) and the largest stop loss (0.03), the hindsight cubic's the same way; a generated family's
+    own cell is left out."""
+    path = tmp_path / "benchmark.csv"
+    _truth_benchmark_csv(path)
+    facts = collect_facts(forecast_benchmark_csv=str(path))
+    assert facts.get("missing", []) == []
+    cells = {(f["part"], f["split"]): f for f in facts["forecast"]}
+    assert not any(": " in part for part, _ in cells) and ("closed-form", "dev") in cells
+    cell = cells[("bandit", "dev")]
+    assert cell["moving_mean_rmse_ratio"] == pytest.approx(0.8)
+    assert cell["moving_plateau_error_ratio"] == pytest.approx(0.7)
+    assert cell["plateau_covered80"] == pytest.approx(0.75) and cell["truth_moves"] == pytest.approx(0.75)
+    assert cell["truth_kind"] == "true mean" and cell["sweeps"] == 2
+    assert cell["pairs_right"] == pytest.approx(0.85) and cell["pairs_right_at_cut"] == pytest.approx(0.7)
+    assert cell["brier"] == pytest.approx(0.2) and cell["steps_saved"] == pytest.approx(0.45)
+    assert cell["stop_loss_share"] == pytest.approx(0.03)
+    assert cell["hindsight_moving_mean_rmse_ratio"] == pytest.approx(0.7)
+    assert cell["hindsight_moving_plateau_error_ratio"] == pytest.approx(0.3)
+    assert cell["hindsight_pairs_right"] == pytest.approx(1.0) and cell["hindsight_steps_saved"] == pytest.approx(0.6)
+    assert cell["hindsight_stop_loss_share"] == pytest.approx(0.01)
+    assert cell["rmse_ratio"] == pytest.approx(0.9) and cell["coverage80"] == pytest.approx(0.8)
+    family = cells[("closed-form", "dev")]
+    assert family["moving_mean_rmse_ratio"] == pytest.approx(0.4) and family["sweeps"] == 0
+    assert family["pairs_right"] is None and family["hindsight_moving_mean_rmse_ratio"] is None
+
+
+def test_the_benchmarks_page_marks_each_truth_target_met_or_not_with_its_bound(tmp_path):
+    """bandit/dev by hand: mean-curve 0.8 > 0.6 not met, the hindsight cubic's 0.7 > 0.6 too (out of reach); plateau
+    0.7 > 0.5 not met, the cubic's 0.3 in reach; pairs 85% >= 80% and +15 >= +10 points met; the stop rule saves
+    45% >= 40% but loses 3.0% > 2% (not met; the cubic saves 60% for 1.0%: in reach); 80% covers 80% (met).
+    closed-form/dev: mean-curve 0.4 met, no sweep."""
+    path = tmp_path / "benchmark.csv"
+    _truth_benchmark_csv(path)
+    page = render_benchmarks_page(collect_facts(forecast_benchmark_csv=str(path)), "results")
+    assert "### Scored against the truth" in page
+    assert ("| bandit | dev | true mean | 75% | 0.800 **not met** (hindsight cubic 0.700: out of any forecast's "
+            "reach) | 0.700 **not met** (hindsight cubic 0.300: in reach) | 75% | 2 | 85% · 70% met | 45% · 3.0% "
+            "**not met** (hindsight cubic 60% · 1.0%: in reach) | 80% met |") in page
+    assert "| closed-form | dev | true mean | 100% | 0.400 met | 0.200 met | 100% | 0 | n/a | n/a | 80% met |" in page
+    assert "closed-form: sigmoid" not in page
 
 
 def test_the_forecast_parts_of_this_runs_curves_are_seeded_torch():

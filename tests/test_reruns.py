@@ -43,7 +43,8 @@ SHRUNKEN = {
         "sensitivity": {"rewards": [[0, 0, 0, 1]], "etas_n": 2, "k_refs_n": 2, "steps": 200},
         "finite_g": {"group_sizes": [2, 4, 8], "replicas": 50, "steps": 200, "burn_in": 50},
     },
-    "forecast_benchmark": {"bandit_settings": 1, "fractions": [0.25], "levers": False},
+    "forecast_benchmark": {"bandit_settings": 1, "fractions": [0.25], "levers": False, "closed_form": False,
+                           "bandit_sweep": False},
     "kref_sweep": {"enabled": False},
 }
 #: the two benchmarks the test changes (the default's graded suite has more)

@@ -37,10 +37,13 @@ SMOKE_OVERRIDES = {
         "sensitivity": {"rewards": [[0, 0, 0, 1]], "etas_n": 3, "k_refs_n": 3, "steps": 300},
         "finite_g": {"group_sizes": [2, 4, 8], "replicas": 100, "steps": 300, "burn_in": 100},
     },
-    "forecast_benchmark": {"bandit_settings": 1, "fractions": [0.25], "levers": False},
-    "kref_sweep": {"learning_rates": [1e-3], "k_refs": [1, 2],
-                   "training": {"max_steps": 8, "eval_steps": 0, "checkpoint_steps": 4,
-                                "per_device_train_batch_size": 8}},
+    "forecast_benchmark": {"bandit_settings": 1, "fractions": [0.25], "levers": False, "closed_form": False,
+                           "bandit_sweep": False},
+    # eight steps cannot measure K: each arm's baseline runs, the sweep says so and stops there
+    "kref_sweep": {"training": {"max_steps": 8, "eval_steps": 0, "checkpoint_steps": 4,
+                                "per_device_train_batch_size": 8},
+                   "arms": {"sgd": {"baseline": {"training": {"max_steps": 8}}},
+                            "adam": {"baseline": {"training": {"max_steps": 8}}}}},
 }
 
 

@@ -199,7 +199,7 @@ def _rows_text(rows) -> str:
     """The grid's learning-rate rows in words, and why a left-out ``top`` row costs no classifiable cell."""
     if not rows:
         return ""
-    text = "rows: " + "; ".join(f"{row} ({_ROW_TEXT.get(row, row)})" for row in rows) + "."
+    text = "Rows: " + "; ".join(f"{row} ({_ROW_TEXT.get(row, row)})" for row in rows) + "."
     if "top" not in rows:
         text += (" The top row is not trained (grid.rows): once span[1] exceeds the ladder's ratio every cell of it "
                  "lies past the threshold, so it would add no classifiable cell, only collapses.")
@@ -231,10 +231,12 @@ def _arm_lines(summary, regimes, frontiers, smoothing, noise_multiple) -> list[s
                {True: "yes", False: "**no**", None: "–"}[f.agrees]] for f in frontiers]
     agree, judged = summary["agreement"]["agree"], summary["agreement"]["judged"]
     collapsed_past, past = summary["beyond_threshold"]["collapsed"], summary["beyond_threshold"]["cells"]
+    rows_text = _rows_text(summary.get("rows"))
     lines = head + [fit_line, "", f"Grid: K eta K_ref from {_number(span[0], 2)} to {_number(span[1], 2)} times "
-                    f"1 - mu = {1 - mu:g} (Prop. 9's threshold); {_rows_text(summary.get('rows'))} A run's regime "
-                    f"is read from its train reward ({smoothing}-step centred mean; ringing under "
-                    f"{noise_multiple:g} standard errors ignored).", "",
+                    f"1 - mu = {1 - mu:g} (Prop. 9's threshold) as placed from the baseline's eta; each cell is read "
+                    f"with its own. {rows_text + ' ' if rows_text else ''}A run's regime is read from its train "
+                    f"reward ({smoothing}-step centred mean; ringing under {noise_multiple:g} standard errors "
+                    "ignored).", "",
                     markdown_table(headers, rows).rstrip("\n"), "",
                     "First non-monotone K_ref per learning rate (as the bandit's verdict reads its rows):", "",
                     markdown_table(["learning rate", "eta", "zeta = 1 at K_ref", "Prop. 9 threshold K_ref",

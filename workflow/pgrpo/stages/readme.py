@@ -294,12 +294,27 @@ def _cell_value(column: str, value: str) -> Any:
         return value
 
 
+#: the forecaster's scores against the truth (the true mean or the denoised reference) a fact quotes per cell: the
+#: median mean-curve and plateau error ratios to persistence over the curves whose truth moves after the cut, the
+#: share of true plateaus inside the 80% interval, the share of curves whose truth moves, and the sweeps' decision
+#: scores (pairs ordered right by the forecast and by the level at the cut, the Brier score of P(top), the stop
+#: rule's share of steps saved and its largest loss over the reward range); None where the file has no such column
+TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_covered80", "truth_moves",
+               "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share")
+#: the same scores of the cubic fitted in hindsight to the held-out values (``hindsight_<key>``): the bound that says
+#: whether a missed target is in any forecast's reach
+HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",
+                         "stop_loss_share")
+
+
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
     """The forecaster at ``fraction`` per corpus part and split (``results/forecast/benchmark.csv``, rule
     forecast_benchmark): its median RMSE ratio to persistence, the noise floor, the best baseline and its ratio, the
     ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to
     persistence, and the plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best
-    baseline."""
+    baseline; its scores against the truth (:data:`TRUTH_FACTS`, the truth's kind, the number of sweeps) and the
+    hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`). A generated family's own cell (``part: family``) is left
+    out."""
     path = Path(benchmark_csv)
     if not path.is_file():
         raise InputError(f"forecast benchmark {benchmark_csv}: no such file")
@@ -318,7 +333,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     by_cell = {(r["part"], r["split"], r["method"]): r for r in summary}
     out = []
     for (part, split, method), r in by_cell.items():
-        if method != "forecaster":
+        if method != "forecaster" or ": " in part:  # a generated family's own cell stays in benchmark.md
             continue
         best = r.get("best_baseline")
         oracle = by_cell.get((part, split, ORACLE), {})
@@ -335,6 +350,9 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                         by_cell.get((part, split, "persistence"), {}).get("plateau_abs_error_noise")),
                     "best_baseline_plateau_error": _num(
                         by_cell.get((part, split, best), {}).get("plateau_abs_error_noise")),
+                    **{key: _num(r.get(key)) for key in TRUTH_FACTS},
+                    "truth_kind": r.get("truth_kind") or None, "sweeps": _num(r.get("sweeps")),
+                    **{f"hindsight_{key}": _num(hindsight.get(key)) for key in HINDSIGHT_TRUTH_FACTS},
                     "fraction": fraction})
     return in_part_order(out)
 
