@@ -93,3 +93,39 @@ rule bad_input:
         assert done.returncode != 0
         assert _runs(tmp_path) == expected_runs, done.stderr[-2000:]
         assert "rule bad_input: not retried" in done.stderr
+
+
+def test_a_pgrpo_command_that_exited_2_exits_2_at_once_when_run_again(tmp_path, monkeypatch, capsys):
+    """CPU jobs too (every rule's shell exports PGRPO_INPUT_ERRORS): the same command exits 2 at once with the first
+    message, without running its verb; other arguments run; without the variable nothing is recorded."""
+    from pgrpo import cli, input_errors
+
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    bad = ["validate", str(tmp_path / "missing.yaml")]
+
+    def failing(args):
+        calls.append(args.verb)
+        raise cli.InputError(f"config file not found: {args.config}")
+
+    monkeypatch.setitem(cli.VERBS, "validate", failing)
+    assert cli.main(bad) == 2 and calls == ["validate"]
+    assert not (tmp_path / "markers").exists()  # not enabled: nothing recorded, a rerun runs again
+    monkeypatch.setenv(input_errors.ENV, str(tmp_path / "markers"))
+    assert cli.main(bad) == 2 and calls == ["validate"] * 2
+    capsys.readouterr()
+    assert cli.main(bad) == 2 and calls == ["validate"] * 2  # the retry: the verb did not run
+    assert "not retried" in capsys.readouterr().err and "config file not found" in (
+        next((tmp_path / "markers").iterdir()).read_text())
+    assert cli.main(["validate", str(tmp_path / "other.yaml")]) == 2 and len(calls) == 3
+    shutil.rmtree(tmp_path / "markers")  # a fresh snakemake run (onstart) clears them
+    assert cli.main(bad) == 2 and len(calls) == 4
+    with pytest.raises(SystemExit):  # bad arguments are a bad input too: argparse exits 2, the retry at once
+        cli.main(["validate", "--no-such-option"])
+    assert cli.main(["validate", "--no-such-option"]) == 2
+    assert "not retried" in capsys.readouterr().err
+
+
+def test_every_rule_shell_exports_the_marker_folder():
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert 'shell.prefix(f"set -euo pipefail; export PGRPO_INPUT_ERRORS={INPUT_ERRORS}/commands; ")' in text

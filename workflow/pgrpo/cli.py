@@ -18,6 +18,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from pgrpo.errors import InputError
+from pgrpo.input_errors import earlier_failure, record_failure
 from pgrpo.stages.commands import Commands
 from pgrpo.stages.commands import aggregate as aggregate_commands
 from pgrpo.stages.commands import bandit as bandit_commands
@@ -101,16 +102,31 @@ COMMAND_GROUPS: OrderedDict[str, list[str]] = OrderedDict((t, list(v)) for t, v 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    earlier = earlier_failure(argv)  # the retry of a command that exited 2: exit 2 at once (pgrpo.input_errors)
+    if earlier is not None:
+        print(f"pgrpo: not retried: an earlier attempt of this command exited 2 (a bad input; fix it and run "
+              f"snakemake again): {earlier}", file=sys.stderr)
+        return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        if stop.code == 2:
+            record_failure(argv, "bad arguments (see the attempt's log)")
+        raise
     handler = VERBS.get(args.verb)
     try:
         result = handler(args)
     except InputError as error:
-        print(f"pgrpo {args.verb}: error: {error}", file=sys.stderr)
+        message = f"pgrpo {args.verb}: error: {error}"
+        print(message, file=sys.stderr)
+        record_failure(argv, message)
         return 2
     except FileNotFoundError as error:
-        print(f"pgrpo {args.verb}: error: file not found: {error.filename or error}", file=sys.stderr)
+        message = f"pgrpo {args.verb}: error: file not found: {error.filename or error}"
+        print(message, file=sys.stderr)
+        record_failure(argv, message)
         return 2
     except BrokenPipeError:  # output piped into `head` and closed: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

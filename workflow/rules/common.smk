@@ -579,6 +579,10 @@ from pgrpo.grpo.doctor import (  # noqa: E402
 
 INPUT_ERRORS = "results/.input_errors"
 
+# Every rule's shell, CPU jobs too: a `pgrpo` command that exited 2 (a bad input) and is run again by a retry of the
+# same job exits 2 at once with the first message (pgrpo.input_errors); `set -euo pipefail` is Snakemake's own prefix.
+shell.prefix(f"set -euo pipefail; export PGRPO_INPUT_ERRORS={INPUT_ERRORS}/commands; ")
+
 
 onstart:
     clear_input_errors()
