@@ -504,3 +504,20 @@ def test_a_solved_task_is_saturation_not_collapse_and_a_mid_range_sigma_fall_is_
                                      .assign(reward=lambda f: p_mid(f["step"] / f["step"].iloc[-1]))))
     assert collapsed.numbers["saturated"] is False and collapsed.verdict == COLLAPSE
     assert "collapsed beyond saturation" in collapsed.reason
+
+
+def test_eta_is_read_from_the_logs_learning_rate(tmp_path):
+    """TRL logs the learning rate at every step: its median positive value is the run's eta for Theorem 7 (here a
+    warm-up 0 -> 2e-5 then constant 2e-5 over 10 steps: the median of 1e-5, 2e-5 x 9 is 2e-5)."""
+    import json
+
+    from pgrpo.stages.diagnose import log_curves
+
+    history = [{"step": s, "reward": 0.1 * s, "learning_rate": 1e-5 if s == 1 else 2e-5, "loss": 0.0}
+               for s in range(1, 11)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    curves = log_curves(str(path), None, None)
+    assert curves.meta["eta"] == 2e-5 and "learning_rate" in curves.meta["eta_source"]
+    given = log_curves(str(path), {"eta": 3e-6}, None)
+    assert given.meta["eta"] == 3e-6  # meta.json or --lr win over the log

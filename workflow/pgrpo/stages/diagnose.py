@@ -171,7 +171,21 @@ def log_curves(path: str, meta: Mapping[str, Any] | None, G: int | None,
             curves.model = str(meta["model"])
     if G is not None:
         curves.G = int(G)
+    eta = logged_learning_rate(curves.frame)
+    if eta is not None and not (curves.meta or {}).get("eta"):  # TRL logs the learning rate at every step
+        curves.meta = {**(curves.meta or {}), "eta": eta, "eta_source": "the log's learning_rate (median)"}
     return curves
+
+
+def logged_learning_rate(frame: pd.DataFrame) -> float | None:
+    """The run's eta as its log says it (TRL and transformers log ``learning_rate`` at every step): the median of
+    its positive values, None where the log has none. A warm-up or a decaying schedule makes this the typical step,
+    which is what Theorem 7's constant-eta reading can use."""
+    if "learning_rate" not in frame:
+        return None
+    values = pd.to_numeric(frame["learning_rate"], errors="coerce").to_numpy(float)
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(np.median(values)) if len(values) else None
 
 
 def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: DiagnosticsConfig | None = None,
