@@ -339,3 +339,24 @@ def test_a_workflow_run_writes_live_json_beside_log_csv(tiny_model, tmp_path):
     assert (tmp_path / "log.csv").is_file() and payload["live"]["step"] == 6
     assert payload["live"]["settings"]["max_completion_length"] == 6
     assert [r["step"] for r in payload["live"]["reads"]] == [2.0, 4.0, 6.0]
+
+
+def test_the_page_shades_each_flagged_episode_on_the_reward_curve():
+    """live.html draws the logged reward with each flagged mode's episodes shaded; an episode still on runs to the
+    last step. Steps 0..100 across 720 units: steps 20-40 are x 144 to 288, steps 80 to the end x 576 to 720."""
+    import re
+
+    from pgrpo.live.page import curve_svg, episode_spans, live_html, reward_curve
+
+    curve = reward_curve({"step": list(range(0, 101)), "reward": [0.5 + 0.001 * s for s in range(0, 101)]})
+    payload = {"modes": {"degeneracy": {"flagged": True, "episodes": [{"start": 20, "end": 40}, {"start": 80,
+                                                                                                  "end": None}]},
+                         "truncation": {"flagged": False, "episodes": [{"start": 5, "end": 9}]}},
+               "live": {"curve": curve}}
+    assert episode_spans(payload) == [("degeneracy", 20.0, 40.0), ("degeneracy", 80.0, 100.0)]
+    svg = curve_svg(payload)
+    rects = re.findall(r"<rect class='episode' data-mode='(\w+)' x='([\d.]+)' y='0' width='([\d.]+)'", svg)
+    assert rects == [("degeneracy", "144.0", "144.0"), ("degeneracy", "576.0", "144.0")]
+    assert "truncation" not in svg  # not flagged: no span
+    assert svg in live_html(payload)
+    assert curve_svg({"modes": {}, "live": {}}) == ""  # no curve, no plot

@@ -141,6 +141,12 @@ class DynamicsCallback(TrainerCallback):
         self._say(read.verdict_line(), state)
         return read
 
+    def _curve_frame(self, state):
+        """The logged reward so far (train entries of ``state.log_history``), for the page's curve."""
+        rows = [(e["step"], e["reward"]) for e in state.log_history
+                if isinstance(e, dict) and "reward" in e and "step" in e]
+        return {"step": [r[0] for r in rows], "reward": [r[1] for r in rows]} if rows else None
+
     def _folder(self, args) -> Path:
         return Path(self.output_dir or args.output_dir) / "pgrpo"
 
@@ -150,7 +156,7 @@ class DynamicsCallback(TrainerCallback):
         try:
             folder = self._folder(args)
             payload = live_payload(read, self.settings, self.reads, self.theory, self.stopped, "state.log_history",
-                                   self._total_steps)
+                                   self._total_steps, curve=self._curve_frame(state))
             write_json(folder / "live.json", payload)
             write_text(folder / "live.html", live_html(payload))
             if self.stopped:

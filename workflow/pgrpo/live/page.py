@@ -12,16 +12,83 @@ from pgrpo.live.reads import LiveRead, LiveSettings
 
 
 def live_payload(read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead], theory: Mapping[str, Any],
-                 stopped: Mapping[str, Any] | None, source: str, total_steps: float | None) -> dict[str, Any]:
+                 stopped: Mapping[str, Any] | None, source: str, total_steps: float | None,
+                 curve: Any = None) -> dict[str, Any]:
     """``live.json``: the schema of ``pgrpo diagnose --json`` (the latest read's diagnosis) plus ``forecast`` (the
-    latest forecast), ``theory`` (Theorem 7 and Prop. 9), ``live`` (settings, the reads so far, the stop)."""
+    latest forecast), ``theory`` (Theorem 7 and Prop. 9), ``live`` (settings, the reads so far, the stop and, where
+    given, ``curve``: the logged reward as ``{"step": [...], "reward": [...]}``, which the page draws)."""
     payload = dict(read.diagnosis)
     payload["forecast"] = read.forecast
     payload["theory"] = dict(theory)
     payload["live"] = {"source": source, "step": read.step, "total_steps": total_steps,
                        "settings": settings.to_dict(), "line": read.verdict_line(), "errors": read.errors,
-                       "reads": [r.to_dict() for r in reads], "stopped": dict(stopped) if stopped else None}
+                       "reads": [r.to_dict() for r in reads], "stopped": dict(stopped) if stopped else None,
+                       "curve": reward_curve(curve)}
     return plain(payload)
+
+
+def reward_curve(frame: Any) -> dict[str, list[float]] | None:
+    """``{"step", "reward"}`` of a log frame's train rows (``step`` and ``reward`` finite), or None."""
+    if frame is None or "step" not in frame or "reward" not in frame:
+        return None
+    import numpy as np
+
+    step = np.asarray(frame["step"], float)
+    reward = np.asarray(frame["reward"], float)
+    keep = np.isfinite(step) & np.isfinite(reward)
+    return {"step": step[keep].tolist(), "reward": reward[keep].tolist()} if keep.any() else None
+
+
+#: the page's plot area, in SVG user units
+PLOT_W, PLOT_H = 720.0, 220.0
+EPISODE_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#de2d26", "#636363", "#fd8d3c", "#9ecae1")
+
+
+def episode_spans(payload: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(mode, start, end) of every flagged mode's episodes; an episode still on ends at the last logged step."""
+    curve = (payload.get("live") or {}).get("curve") or {}
+    last = max(curve.get("step") or [0.0])
+    spans = []
+    for mode, verdict in (payload.get("modes") or {}).items():
+        if not verdict.get("flagged"):
+            continue
+        for episode in verdict.get("episodes") or []:
+            if episode.get("start") is None:
+                continue
+            end = episode.get("end")
+            spans.append((mode, float(episode["start"]), float(last if end is None else end)))
+    return spans
+
+
+def curve_svg(payload: Mapping[str, Any]) -> str:
+    """The reward curve with each flagged mode's episodes shaded (Figure-style, inline SVG); "" without a curve."""
+    curve = (payload.get("live") or {}).get("curve")
+    if not curve or not curve.get("step"):
+        return ""
+    steps, rewards = curve["step"], curve["reward"]
+    x0, x1 = min(steps), max(steps)
+    y0, y1 = min(rewards), max(rewards)
+    xs = (lambda x: (x - x0) / (x1 - x0) * PLOT_W if x1 > x0 else PLOT_W / 2)
+    ys = (lambda y: PLOT_H - ((y - y0) / (y1 - y0) * PLOT_H if y1 > y0 else PLOT_H / 2))
+    modes = list(dict.fromkeys(mode for mode, _, _ in episode_spans(payload)))
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{PLOT_W:g}' height='{PLOT_H + 20:g}' "
+             f"viewBox='0 0 {PLOT_W:g} {PLOT_H + 20:g}' class='curve'>"]
+    for mode, start, end in episode_spans(payload):
+        colour = EPISODE_COLOURS[modes.index(mode) % len(EPISODE_COLOURS)]
+        left, right = xs(max(start, x0)), xs(min(end, x1))
+        parts.append(f"<rect class='episode' data-mode='{html.escape(mode)}' x='{left:.1f}' y='0' "
+                     f"width='{max(right - left, 1.0):.1f}' height='{PLOT_H:g}' fill='{colour}' fill-opacity='0.18'>"
+                     f"<title>{html.escape(mode)}: steps {start:g} to {end:g}</title></rect>")
+    points = " ".join(f"{xs(x):.1f},{ys(y):.1f}" for x, y in zip(steps, rewards))
+    parts.append(f"<polyline points='{points}' fill='none' stroke='#222' stroke-width='1.2'/>")
+    parts.append(f"<text x='0' y='{PLOT_H + 15:g}' font-size='11'>step {x0:g}</text>"
+                 f"<text x='{PLOT_W:g}' y='{PLOT_H + 15:g}' font-size='11' text-anchor='end'>step {x1:g}</text>")
+    legend = ", ".join(f"<span style='color:{EPISODE_COLOURS[i % len(EPISODE_COLOURS)]}'>{html.escape(m)}</span>"
+                       for i, m in enumerate(modes))
+    parts.append("</svg>")
+    caption = f"<p>reward from {y0:.3g} to {y1:.3g}; shaded: the episodes of {legend}</p>" if modes else \
+        f"<p>reward from {y0:.3g} to {y1:.3g}; no failure episode</p>"
+    return "".join(parts) + caption
 
 
 def live_html(payload: Mapping[str, Any]) -> str:
@@ -49,7 +116,8 @@ def live_html(payload: Mapping[str, Any]) -> str:
         parts.append(f"<p class='stop'>Stopped at step {esc(str(stopped.get('step')))}: "
                      f"{esc(str(stopped.get('reason')))}</p>")
     parts += ["<h2>Failure modes</h2><table><tr><th>mode</th><th>state</th><th>onset</th><th>severity</th>"
-              "<th>verdict</th><th>reason</th></tr>", *rows, "</table>", "<h2>Forecast</h2>",
+              "<th>verdict</th><th>reason</th></tr>", *rows, "</table>", "<h2>The reward</h2>", curve_svg(payload),
+              "<h2>Forecast</h2>",
               f"<p>plateau {esc(str(plateau.get('mean')))} (80%: {esc(str(plateau.get('lo80')))} to "
               f"{esc(str(plateau.get('hi80')))}); t90 {esc(str(t90.get('mean')))}; "
               f"{esc(str(forecast.get('message') or ''))}</p>", "<h2>Theorem 7</h2><ul>"]

@@ -123,9 +123,10 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
 
 
 def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead],
-               theory: Mapping[str, Any], source: str, total_steps: float | None) -> dict[str, Any]:
-    """``live.json`` and ``live.html`` in ``folder`` (atomically)."""
-    payload = live_payload(read, settings, reads, theory, None, source, total_steps)
+               theory: Mapping[str, Any], source: str, total_steps: float | None,
+               curve: Any = None) -> dict[str, Any]:
+    """``live.json`` and ``live.html`` in ``folder`` (atomically); ``curve``: the log's frame (its reward drawn)."""
+    payload = live_payload(read, settings, reads, theory, None, source, total_steps, curve=curve)
     write_json(Path(folder) / "live.json", payload)
     write_text(Path(folder) / "live.html", live_html(payload))
     return payload
@@ -164,7 +165,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                                                              v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
                 print(read.verdict_line(), flush=True)
                 folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
-                write_live(folder, read, settings, reads, theory, str(file), _total_steps(curves, total_steps))
+                write_live(folder, read, settings, reads, theory, str(file), _total_steps(curves, total_steps),
+                           curve=curves.frame)
         except InputError as error:
             if once:
                 raise
