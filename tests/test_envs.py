@@ -46,8 +46,10 @@ DISTRIBUTION_OF = {"yaml": "pyyaml", "vllm": "vllm", "deepspeed": "deepspeed", "
 #: vLLM env -> (the env it extends, the pins it changes and why). vLLM 0.31.0 (the newest TRL 1.16 supports) pins
 #: torch==2.13.0 and needs transformers >=5.10.4,<5.18 and, through mistral-common on Python <= 3.12, numpy <2.4.
 VLLM_ENVS = {
-    "train-vllm": ("train", {"vllm": "0.31.0", "transformers": "5.17.0", "numpy": "2.3.5"}),
-    "evaluate-vllm": ("evaluate", {"vllm": "0.31.0", "transformers": "5.17.0", "numpy": "2.3.5"}),
+    "train-vllm": ("train", {"vllm": "0.31.0", "transformers": "5.17.0", "numpy": "2.3.5",
+                             "huggingface-hub": "1.33.0"}),
+    "evaluate-vllm": ("evaluate", {"vllm": "0.31.0", "transformers": "5.17.0", "numpy": "2.3.5",
+                                   "huggingface-hub": "1.33.0"}),
 }
 
 #: CUDA 12 variant (software.cuda: "12") -> (its CUDA 13 env, the pins it changes, the pip options it adds): torch
