@@ -93,6 +93,7 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
         ("table1", "results/tables/table1.csv"),
         ("passk_curves", "results/tables/passk.csv"),
         ("readme_numbers", "results/readme/summary.md"),
+        ("job_costs", "results/costs/job_costs.md"),  # the run's own cost table, after every target
     }
     assert test_json.stat().st_mtime_ns == untouched
     assert json.loads(test_json.with_name("synthetic-ood.json").read_text())["n_problems"] == 6
@@ -100,7 +101,8 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
     # a fit setting: the fits, forecasts and what reads them; no training, no evaluation
     config["fitting"] = {"forecast_fraction": 0.5}
     rerun = {rule for rule, _ in executed(run())}
-    assert {"fit_laws", "forecast_run", "forecast_summary", "figure1", "diagnostics", "readme_numbers"} == rerun
+    assert {"fit_laws", "forecast_run", "forecast_summary", "figure1", "diagnostics", "readme_numbers",
+            "job_costs"} == rerun
 
     # a bookkeeping key of training (the checkpoint cadence and retention, a tracker, the job's memory): nothing
     # runs, and a run resumed after the edit continues from its checkpoint with the same rows
@@ -125,7 +127,7 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
     jobs = executed(run())
     assert {rule for rule, _ in jobs} == {"train", "aggregate_seeds", "fit_laws", "figure1", "forecast_run",
                                           "forecast_summary", "diagnostics", "evaluate", "table1", "passk_curves",
-                                          "forecast_benchmark", "readme_numbers"}
+                                          "forecast_benchmark", "readme_numbers", "job_costs"}
     assert {out for rule, out in jobs if rule == "evaluate"} == {
         "results/evaluate/tiny/G4_seed1/synthetic-test.json", "results/evaluate/tiny/G4_seed1/synthetic-ood.json"}
     assert log_csv.read_text() != before
