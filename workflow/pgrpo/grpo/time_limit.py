@@ -76,6 +76,9 @@ def install_checkpoint_signal() -> None:
         _checkpoint_request["previous"] = signal.signal(CHECKPOINT_SIGNAL, _request_checkpoint)
     except ValueError:  # not the main thread: no handler, the signal keeps its default (ignored)
         return
+    # restart system calls the signal interrupts (SA_RESTART): Python retries its own, but a C library in the middle
+    # of a write (a checkpoint, a collective) would otherwise see EINTR and fail the job
+    signal.siginterrupt(CHECKPOINT_SIGNAL, False)
     _checkpoint_request["signal"] = None
     _checkpoint_request["phase"] = STARTUP
 
