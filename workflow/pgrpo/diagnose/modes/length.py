@@ -50,28 +50,31 @@ def partial_correlation(steps: np.ndarray, a: np.ndarray, b: np.ndarray) -> floa
     return float(np.sum(ra * rb) / denominator) if denominator > 0 else float("nan")
 
 
-def _inputs(curves: RunCurves, config: DiagnosticsConfig, mode: str) -> tuple[Curve, Curve] | ModeVerdict:
+def _inputs(curves: RunCurves, config: DiagnosticsConfig, mode: str,
+            thresholds: dict) -> tuple[Curve, Curve, float, float] | ModeVerdict:
+    """(length, reward, early length, late length), or the not-run verdict (with ``thresholds``) saying why not."""
     length = curve(curves, LENGTH, config)
     reward = curve(curves, "reward", config)
     for c, column in ((length, LENGTH), (reward, "reward")):
         if c is None:
             why, missing = missing_reason(curves, column, config)
-            return not_run(mode, why, missing)
-    return length, reward
+            verdict = not_run(mode, why, missing)
+            verdict.thresholds = thresholds
+            return verdict
+    early, late = levels(length, config)
+    if not early > 0:
+        return not_run(mode, f"early mean length {fmt(early)} is not positive", thresholds=thresholds)
+    return length, reward, early, late
 
 
 def length_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     cfg = config.modes.length
     thresholds = {"length_drop": cfg.length_drop, "rise_over_noise": config.modes.no_learning.rise_over_noise,
                   "late_fraction": config.late_fraction}
-    got = _inputs(curves, config, LENGTH_COLLAPSE)
+    got = _inputs(curves, config, LENGTH_COLLAPSE, thresholds)
     if isinstance(got, ModeVerdict):
-        got.thresholds = thresholds
         return got
-    length, reward = got
-    early, late = levels(length, config)
-    if not early > 0:
-        return not_run(LENGTH_COLLAPSE, f"early mean length {fmt(early)} is not positive", thresholds=thresholds)
+    length, reward, early, late = got
     ratio = late / early
     level = (1 - cfg.length_drop) * early
     below = length.smooth <= level
@@ -123,14 +126,10 @@ def length_hacking(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     cfg = config.modes.length
     thresholds = {"length_rise": cfg.length_rise, "min_partial_correlation": cfg.min_partial_correlation,
                   "per_token_drop": cfg.per_token_drop, "rise_over_noise": config.modes.no_learning.rise_over_noise}
-    got = _inputs(curves, config, LENGTH_HACKING)
+    got = _inputs(curves, config, LENGTH_HACKING, thresholds)
     if isinstance(got, ModeVerdict):
-        got.thresholds = thresholds
         return got
-    length, reward = got
-    early, late = levels(length, config)
-    if not early > 0:
-        return not_run(LENGTH_HACKING, f"early mean length {fmt(early)} is not positive", thresholds=thresholds)
+    length, reward, early, late = got
     steps = np.intersect1d(length.steps, reward.steps)
     if steps.size < config.modes.min_points:
         return not_run(LENGTH_HACKING, "reward and mean length share too few logged steps", thresholds=thresholds)
