@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgrpo.grpo.eval_checkpoints import EVAL_MODES
 from pgrpo.stages.model_files import model_config_json as local_config_json
 from pgrpo.errors import InputError
 from pgrpo.grpo.benchmarks import resolve_benchmark
@@ -161,9 +162,6 @@ def model_params_b(name: str, spec: dict) -> float:
 
 def _mean_tokens(value, bound) -> float:
     return float(value) if value else float(bound)
-
-
-EVAL_MODES = ("inline", "checkpoints")
 
 
 def model_architecture(name: str, spec: dict, config: dict, settings: dict) -> tuple[dict | None, str]:
