@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import pytest
 import yaml
 from pgrpo.errors import InputError
 from pgrpo.grpo.checkpoints import distributed_spec, last_complete_checkpoint, run_spec_fingerprint  # noqa: E402
-from pgrpo.grpo.time_limit import CHECKPOINT_SIGNAL, EXIT_RESUMABLE  # noqa: E402
+from pgrpo.grpo.time_limit import CHECKPOINT_SIGNAL, EXIT_RESUMABLE, STOPS_NAME, read_stops  # noqa: E402
 from pgrpo.grpo.trainer import train_grpo  # noqa: E402
 from pgrpo.grpo.training_config import ALLOW_NO_CUDA_ENV, launch_command, resolve_training, validate_training  # noqa: E402
 
@@ -300,9 +301,13 @@ def test_checkpoint_signal_saves_exits_75_and_the_rerun_resumes(fixture_model, t
     assert signal.getsignal(CHECKPOINT_SIGNAL) in (signal.SIG_DFL, None)  # handler gone with the run
     assert last_complete_checkpoint(out / "checkpoints")[1] == stops_at
     assert not (out / "log.csv").exists() and not (out / "meta.json").exists()
+    recorded = read_stops(out / "checkpoints" / STOPS_NAME)  # the stop outlives the attempt's log
+    assert [(stop["phase"], stop["checkpoint_step"], stop["evaluating"]) for stop in recorded] == [
+        ("training", stops_at, None)], recorded
 
     result = run(lower_or_digit_reward)
     assert result.resumed_from == stops_at
+    assert json.loads((out / "meta.json").read_text())["stops"] == recorded  # the finished run says it was stopped
     log = pd.read_csv(out / "log.csv")
     assert list(log["step"]) == list(range(1, 9))
 
@@ -335,6 +340,18 @@ def scontrol_jobs() -> dict[str, dict]:
         if "JobId" in fields:
             jobs[fields["JobId"]] = fields
     return jobs
+
+
+def collect_log_lines(log: Path, messages: list[str], stop: threading.Event) -> None:
+    """Every ``pgrpo`` line the rule's log ever held, in order, across the attempts that rewrite it."""
+    while not stop.wait(0.05):
+        try:
+            text = log.read_text(errors="replace").replace("\r", "\n")
+        except FileNotFoundError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(("pgrpo train:", "pgrpo:")) and line not in messages:
+                messages.append(line)
 
 
 def running_train_job() -> str | None:
@@ -399,17 +416,16 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
         # attempt 1 is cancelled once it has a checkpoint; attempt 2 gets the time-limit signal during its start-up
         # (once its trainer process holds the handler, before it has loaded anything), attempt 3 in the middle of an
         # evaluation; attempt 4 finishes. Each moment is observed, not timed, so a slow machine sees the same run.
-        seen, messages, signalled_at = [], [], {}
+        seen, signalled_at = [], {}
         cancel_step = None
+        # each attempt rewrites the rule's log: a reader of its own, never held up by squeue, keeps every attempt's
+        # resume, evaluation and signal lines (the stops themselves are also in the run's checkpoints/stops.jsonl)
+        messages, stop_reading = [], threading.Event()
+        reader = threading.Thread(target=collect_log_lines, args=(train_log, messages, stop_reading), daemon=True)
+        reader.start()
         while process.poll() is None:
             time.sleep(0.2)
-            if train_log.exists():  # each attempt rewrites the rule's log: keep its resume, eval and signal lines
-                text = train_log.read_text(errors="replace").replace("\r", "\n")
-                for line in text.splitlines():
-                    if line.startswith(("pgrpo train:", "pgrpo:")) and line not in messages:
-                        messages.append(line)
-            else:
-                text = ""
+            text = train_log.read_text(errors="replace").replace("\r", "\n") if train_log.exists() else ""
             jobid = running_train_job()
             if jobid is None:
                 continue
@@ -431,6 +447,8 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
                 signalled_at[3] = "evaluation"
             if time.monotonic() - started > 1500:
                 process.kill()
+        stop_reading.set()
+        reader.join(timeout=10)
     elapsed = time.monotonic() - started
     text = snakemake_out.read_text(errors="replace")
     print(f"SLURM start-up {slurm_cluster.startup_s:.1f} s, snakemake --profile slurm {elapsed:.0f} s")
@@ -483,12 +501,17 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     startup = [m for m in messages if "during start-up" in m]
     assert len(startup) == 1 and "exiting with 75 at once" in startup[0], messages
     resumes = [int(m) for line in messages for m in re.findall(r"resuming from .*\(step (\d+)\)", line)]
-    in_eval = [(int(a), int(b)) for line in messages
-               for a, b in re.findall(r"during the evaluation at step (\d+): checkpoint saved at step (\d+)", line)]
+    # the run's own record of its resumable stops: the one of attempt 3 (attempt 2 stopped before it knew its folder)
+    stops = json.loads((run_dir / "meta.json").read_text())["stops"]  # checkpoints/stops.jsonl, kept in meta.json
+    assert [stop["slurm_job_id"] for stop in stops if stop["phase"] != "start-up"] == [train_ids[2]], stops
+    stop = next(stop for stop in stops if stop["phase"] != "start-up")
+    assert stop["signal"] == "SIGURG" and stop["exit"] == EXIT_RESUMABLE, stop
     # a signal that reaches the job only after the evaluation's last batch stops it at the next step instead
-    after_eval = [int(m) for line in messages for m in re.findall(r"SIGURG \(time limit near\): checkpoint saved "
-                                                                  r"at step (\d+)", line)]
-    assert len(resumes) == 2 and len(in_eval) + len(after_eval) == 1, messages
+    in_eval = [(stop["evaluating"], stop["checkpoint_step"])] if stop["phase"] == "evaluation" else []
+    after_eval = [stop["checkpoint_step"]] if stop["phase"] == "training" else []
+    assert len(resumes) == 2 and len(in_eval) + len(after_eval) == 1, (stops, messages)
+    said = [m for m in messages if "(time limit near)" in m and "start-up" not in m]
+    assert all(f"checkpoint saved at step {stop['checkpoint_step']}" in m for m in said), (said, stops)
     saved_step = in_eval[0][1] if in_eval else after_eval[0]
     if in_eval:
         assert in_eval[0][0] == saved_step and saved_step % config["training"]["eval_steps"] == 0

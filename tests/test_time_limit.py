@@ -71,6 +71,29 @@ def test_installing_again_keeps_the_phase_and_the_request(handler):
     assert time_limit.checkpoint_requested() and time_limit.checkpoint_phase() == time_limit.TRAINING
 
 
+def test_each_stop_is_one_line_of_the_record_and_a_start_up_stop_is_recorded_once_the_folder_is_known(
+        handler, tmp_path, monkeypatch):
+    record = tmp_path / "checkpoints" / time_limit.STOPS_NAME
+    record.parent.mkdir()
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    with pytest.raises(StartupInterrupted):  # before the run knows its folder: printed, not recorded
+        os.kill(os.getpid(), CHECKPOINT_SIGNAL)
+        time.sleep(1)
+    assert time_limit.read_stops(record) == []
+    uninstall_checkpoint_signal()
+    install_checkpoint_signal()
+    time_limit.record_stops_in(record)
+    with pytest.raises(StartupInterrupted):
+        os.kill(os.getpid(), CHECKPOINT_SIGNAL)
+        time.sleep(1)
+    time_limit.record_stop("evaluation", 100, 100, path=record)
+    stops = time_limit.read_stops(record)
+    assert [(s["phase"], s["checkpoint_step"], s["evaluating"], s["slurm_job_id"], s["exit"]) for s in stops] == [
+        ("start-up", None, None, "4242", 75), ("evaluation", 100, 100, "4242", 75)]
+    assert all(s["signal"] == "SIGURG" for s in stops)
+    time_limit.record_stop("training", 5, path=tmp_path / "missing" / "stops.jsonl")  # unwritable: a warning only
+
+
 @pytest.mark.parametrize("step, accumulation, generate_every, expected", [
     (3, 2, 2, True),    # on-policy: every optimizer step ends its generation batch
     (3, 1, 2, False),   # K_ref = 2 in optimizer steps: odd steps are inside a batch
@@ -168,6 +191,9 @@ def test_a_signal_during_an_evaluation_saves_the_step_and_the_resumed_run_evalua
     found = last_complete_checkpoint(interrupted / "checkpoints")
     assert (found[1] if found else 0) == interrupt_at  # the evaluated step saved (checkpoint_steps 3 would not)
     assert not (interrupted / "log.csv").exists()
+    recorded = time_limit.read_stops(interrupted / "checkpoints" / time_limit.STOPS_NAME)
+    assert [(stop["phase"], stop["checkpoint_step"], stop["evaluating"]) for stop in recorded] == [
+        ("evaluation", interrupt_at or None, interrupt_at)], recorded
 
     result = run(interrupted, lower_or_digit_reward_named())
     assert result.resumed_from == interrupt_at

@@ -20,12 +20,19 @@ What the run does with it depends on where it is:
   (:class:`EvaluationInterrupted`), the step's checkpoint is saved, the process exits with :data:`EXIT_RESUMABLE`;
   the resumed run evaluates that step again first (the evaluation draws from its own seeded generator, so the
   numbers are the uninterrupted run's). An evaluation at step 0 (``eval_on_start``) just stops: nothing to save.
+
+Each resumable stop is also appended to ``checkpoints/stops.jsonl`` (:func:`record_stop`: time, SLURM job id,
+phase, the step saved and the step whose evaluation was cut), one line a stop: the rule's log is rewritten by the
+retry, the record of the run's earlier attempts is not.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
+import time
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,7 +43,9 @@ STARTUP = "start-up"
 TRAINING = "training"
 DEFERRED = "deferred"
 
-_checkpoint_request: dict[str, Any] = {"signal": None, "previous": None, "phase": None}
+STOPS_NAME = "stops.jsonl"
+
+_checkpoint_request: dict[str, Any] = {"signal": None, "previous": None, "phase": None, "stops": None}
 
 
 class StartupInterrupted(SystemExit):
@@ -54,8 +63,43 @@ class EvaluationInterrupted(Exception):
         self.step = step
 
 
+def record_stops_in(path: os.PathLike | str | None) -> None:
+    """Where :func:`record_stop` appends (the run's ``checkpoints/stops.jsonl``), once the run knows its folder."""
+    _checkpoint_request["stops"] = None if path is None else str(path)
+
+
+def record_stop(phase: str, checkpoint_step: int | None, evaluating: int | None = None,
+                path: os.PathLike | str | None = None) -> None:
+    """One line in the run's stop record (``path``, or the one :func:`record_stops_in` named): which attempt stopped
+    (SLURM job id), when, in which phase, the step its checkpoint holds (None: nothing new to save) and the step
+    whose evaluation it cut short (or None)."""
+    path = path or _checkpoint_request["stops"]
+    if path is None:
+        return
+    entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+             "signal": signal.Signals(CHECKPOINT_SIGNAL).name, "phase": phase, "checkpoint_step": checkpoint_step,
+             "evaluating": evaluating, "exit": EXIT_RESUMABLE}
+    try:  # one short append a stop, flushed to disk before the process exits
+        with open(path, "a") as stream:
+            stream.write(json.dumps(entry) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+    except OSError as error:  # the record is bookkeeping: never the reason a resumable stop fails
+        print(f"pgrpo: could not record the stop in {path}: {error}", file=sys.stderr, flush=True)
+
+
+def read_stops(path: os.PathLike | str) -> list[dict]:
+    """The run's stop record, oldest first ([] where it has never stopped)."""
+    try:
+        text = open(path).read()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def _startup_exit() -> None:
     name = signal.Signals(CHECKPOINT_SIGNAL).name
+    record_stop(STARTUP, None)
     print(f"pgrpo: {name} (time limit near) during start-up: nothing trained since the last checkpoint; exiting "
           f"with {EXIT_RESUMABLE} at once, a re-run resumes from it", file=sys.stderr, flush=True)
     raise StartupInterrupted()
@@ -86,7 +130,7 @@ def install_checkpoint_signal() -> None:
 def uninstall_checkpoint_signal() -> None:
     if signal.getsignal(CHECKPOINT_SIGNAL) is _request_checkpoint:
         signal.signal(CHECKPOINT_SIGNAL, _checkpoint_request["previous"] or signal.SIG_DFL)
-    _checkpoint_request.update(signal=None, phase=None)
+    _checkpoint_request.update(signal=None, phase=None, stops=None)
 
 
 def checkpoint_phase() -> str | None:

@@ -37,8 +37,12 @@ from pgrpo.grpo.eval_checkpoints import TRAIN_LOG_NAME, adapter_saver_callback_c
 from pgrpo.grpo.time_limit import (
     CHECKPOINT_SIGNAL,
     EXIT_RESUMABLE,
+    STOPS_NAME,
     EvaluationInterrupted,
     install_checkpoint_signal,
+    record_stop,
+    read_stops,
+    record_stops_in,
     signal_deferred,
     uninstall_checkpoint_signal,
 )
@@ -504,6 +508,7 @@ def train_grpo(
             shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         with signal_deferred():  # stale checkpoints are set aside whole, never half
             resume_path, resume_step = prepare_checkpoint_dir(checkpoint_dir, fingerprint)
+        record_stops_in(checkpoint_dir / STOPS_NAME)  # this run's folder: a stop from now on is recorded there
     state.wait_for_everyone()
     if not state.is_main_process:  # the main process has decided and cleaned up
         found = last_complete_checkpoint(checkpoint_dir)
@@ -547,6 +552,8 @@ def train_grpo(
         trainer.accelerator.wait_for_everyone()
         uninstall_checkpoint_signal()
         if state.is_main_process:
+            record_stop("evaluation", interrupted.step if interrupted.step > 0 else None, interrupted.step,
+                        checkpoint_dir / STOPS_NAME)
             saved = f"checkpoint saved at step {interrupted.step}" if interrupted.step > 0 else "nothing to save"
             print(f"pgrpo train: {signal.Signals(CHECKPOINT_SIGNAL).name} (time limit near) during the evaluation at "
                   f"step {interrupted.step}: {saved}; exiting with {EXIT_RESUMABLE}, a re-run evaluates it again",
@@ -569,6 +576,7 @@ def train_grpo(
     if stop_on_signal.stopped_at is not None:  # checkpointed on CHECKPOINT_SIGNAL: no outputs, a retry resumes
         trainer.accelerator.wait_for_everyone()
         if state.is_main_process:
+            record_stop("training", stop_on_signal.stopped_at, path=checkpoint_dir / STOPS_NAME)
             print(f"pgrpo train: {signal.Signals(CHECKPOINT_SIGNAL).name} (time limit near): checkpoint saved at step "
                   f"{stop_on_signal.stopped_at}; exiting with {EXIT_RESUMABLE}, a re-run resumes from it",
                   file=sys.stderr)
@@ -637,6 +645,7 @@ def train_grpo(
         "n_eval_prompts": len(eval_dataset) if eval_dataset is not None else 0,
         "prompts_dropped_over_max_prompt_length": {"train": dropped_train, "eval": dropped_eval},
         "resumed_from_step": resume_step,
+        "stops": read_stops(checkpoint_dir / STOPS_NAME),  # each resumable stop (time limit) of its attempts
         "device": "cuda" if cuda else "cpu",
         "versions": library_versions(),
     }
