@@ -4,6 +4,7 @@ whose answers are worked out by hand in each test."""
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 from pgrpo.errors import InputError
@@ -88,9 +89,9 @@ def test_stage_reads_the_graph_and_the_benchmark_files(tmp_path):
         {"rule": "job_costs", "benchmark": str(bench / "job_costs.tsv"), "inputs": ["eval.json"],
          "outputs": ["costs.md"]},
         {"rule": "all", "benchmark": None, "inputs": ["costs.md"], "outputs": []},
-    ], str(graph))
-    md, out_csv = tmp_path / "costs.md", tmp_path / "costs.csv"
-    table = run_job_costs(str(graph), str(bench), str(md), str(out_csv), cores=2)
+    ], str(graph), cores=2, started_at=1000.0)
+    md, out_csv, summary = tmp_path / "costs.md", tmp_path / "costs.csv", tmp_path / "costs.json"
+    table = run_job_costs(str(graph), str(bench), str(md), str(out_csv), out_json=str(summary), now=1000.0 + 90.0)
     assert table.total_seconds == 40.0
     assert table.critical_path == ("build_tiny_model/tiny", "train/tiny/G4/seed0", "evaluate/tiny")
     assert table.critical_path_seconds == 40.0 + 99.0  # the uncounted own job still closes the chain
@@ -101,6 +102,12 @@ def test_stage_reads_the_graph_and_the_benchmark_files(tmp_path):
         ("train/tiny/G4/seed0", 35.0, 35 / 40), ("build_tiny_model/tiny", 5.0, 5 / 40)]
     text = md.read_text()
     assert "**40 s** over 2 jobs" in text and "not measured (no benchmark file): evaluate/tiny" in text
+    assert "elapsed: **90 s** (1.5 min) of wall-clock on 2 cores" in text  # the run's own start and cores
+    totals = json.loads(summary.read_text())
+    assert (totals["jobs"], totals["job_seconds"], totals["critical_path_seconds"], totals["cores"],
+            totals["elapsed_seconds"]) == (2, 40.0, 139.0, 2, 90.0)
+    assert totals["wall_lower_bound_seconds"] == max(139.0, 40.0 / 2)
+    assert [(r["rule"], r["seconds"]) for r in totals["rules"]] == [("train", 35.0), ("build_tiny_model", 5.0)]
 
 
 def test_bad_inputs_name_the_file(tmp_path):

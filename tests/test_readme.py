@@ -664,3 +664,37 @@ def test_the_live_benchmark_facts_are_its_records_and_a_missing_file_is_named(tm
     absent = collect_facts(live_benchmark_json=str(tmp_path / "nope.json"))
     assert absent["live_benchmark"] is None and any("live benchmark" in m for m in absent["missing"])
     assert "## Live benchmark\n\nMade by" in render_benchmarks_page(absent, "results")
+
+
+def test_the_main_jobs_time_is_quoted_from_its_own_cost_table(tmp_path):
+    """Issue 24, item 5: the README's row and the benchmarks page take the main job's time from the run's cost
+    table (``pgrpo job-costs --json``), never by hand."""
+    from pgrpo.stages.job_costs import run_job_costs, write_job_graph
+
+    bench = tmp_path / "benchmarks"
+    for name, seconds in (("build_tiny_model/tiny", 300.0), ("train/tiny/G4/seed1", 600.0), ("bandit_a", 60.0)):
+        (bench / name).parent.mkdir(parents=True, exist_ok=True)
+        (bench / f"{name}.tsv").write_text(f"s\th:m:s\n{seconds}\t0:00:00\n")
+    graph = tmp_path / "graph.json"
+    write_job_graph([
+        {"rule": "build_tiny_model", "benchmark": str(bench / "build_tiny_model/tiny.tsv"), "inputs": [],
+         "outputs": ["m"]},
+        {"rule": "train", "benchmark": str(bench / "train/tiny/G4/seed1.tsv"), "inputs": ["m"], "outputs": ["log"]},
+        {"rule": "bandit_a", "benchmark": str(bench / "bandit_a.tsv"), "inputs": [], "outputs": ["b"]},
+    ], str(graph), cores=2, started_at=0.0)
+    summary = tmp_path / "summary.json"
+    run_job_costs(str(graph), str(bench), str(tmp_path / "c.md"), str(tmp_path / "c.csv"), out_json=str(summary),
+                  now=1200.0)
+    facts = collect_facts(job_costs_json=str(summary))
+    row = next(h for h in facts["headlines"] if h["id"] == "main_job")
+    # by hand: 960 job-seconds = 16.0 min; critical path 300 + 600 = 900 s = 15.0 min; elapsed 1200 s = 20.0 min
+    assert [v["value"] for v in row["values"]] == [1200.0, 960.0, 900.0]
+    block = render_block(facts)
+    assert "20.0 min elapsed on 2 cores · 16.0 min of job-seconds over 3 jobs · critical path 15.0 min" in block
+    assert "costliest rule: train, 62%" in block  # 600 / 960
+    page = render_benchmarks_page(facts, "figures")
+    assert "- elapsed: **20.0 min** of wall-clock on 2 cores" in page
+    assert "on 2 cores no run takes less than 15.0 min" in page  # max(900, 960 / 2)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"jobs": 3}')
+    assert any("job costs" in m and "job_seconds" in m for m in collect_facts(job_costs_json=str(bad))["missing"])

@@ -5,6 +5,7 @@
 from pgrpo.stages.job_costs import write_job_graph  # noqa: E402
 
 JOB_GRAPH = "results/costs/job_graph.json"
+JOB_COSTS = "results/costs/summary.json"
 
 
 # Snakemake keeps one onstart handler (the last one read): this one runs the workflow's other start-up hooks too.
@@ -22,6 +23,7 @@ onstart:
             for job in workflow.dag.jobs
         ),
         JOB_GRAPH,
+        cores=workflow.cores,
     )
 
 
@@ -29,9 +31,10 @@ localrules:
     job_costs,
 
 
+# Every target but the README's summary, which quotes this table's totals (so the table comes before it).
 rule job_costs:
     input:
-        all_targets(),
+        all_targets(readme=False),
     output:
         md=report(
             "results/costs/job_costs.md",
@@ -39,6 +42,7 @@ rule job_costs:
             category="8. Costs",
         ),
         csv="results/costs/job_costs.csv",
+        json=JOB_COSTS,
     log:
         "logs/job_costs.log",
     benchmark:
@@ -56,4 +60,4 @@ rule job_costs:
         config=lambda wildcards: ([*workflow.configfiles] or ["config/config.yaml"])[-1],
     shell:
         "PYTHONPATH=workflow python -m pgrpo job-costs --graph {params.graph} --benchmarks-dir results/benchmarks"
-        " --config {params.config} --md {output.md} --csv {output.csv} > {log} 2>&1"
+        " --config {params.config} --md {output.md} --csv {output.csv} --json {output.json} > {log} 2>&1"

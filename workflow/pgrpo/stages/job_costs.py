@@ -9,6 +9,7 @@ back with the benchmark files and writes the table (:mod:`pgrpo.grpo.job_costs`,
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -20,12 +21,24 @@ from pgrpo.grpo.job_costs import CostTable, Job, cost_table
 NOT_COUNTED = ("all", "job_costs")
 
 
-def write_job_graph(jobs: Iterable[Mapping], path: str) -> None:
-    """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``) as JSON, atomically."""
+def write_job_graph(jobs: Iterable[Mapping], path: str, cores: int | None = None,
+                    started_at: float | None = None) -> None:
+    """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``) as JSON, atomically, with the time the run
+    started (``started_at``, seconds since the epoch; default now) and the cores it was given."""
     records = [{"rule": str(j["rule"]), "benchmark": str(j["benchmark"]) if j.get("benchmark") else None,
                 "inputs": sorted(str(f) for f in j.get("inputs") or ()),
                 "outputs": sorted(str(f) for f in j.get("outputs") or ())} for j in jobs]
-    atomic.write_json(path, {"jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
+    atomic.write_json(path, {"started_at": time.time() if started_at is None else float(started_at),
+                             "cores": int(cores) if cores else None,
+                             "jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
+
+
+def run_started(graph_json: str) -> tuple[float | None, int | None]:
+    """When the run that wrote ``graph_json`` started (epoch seconds) and on how many cores (None: not recorded)."""
+    data = atomic.read_json(graph_json, "the job graph (written when the run started)")
+    started, cores = data.get("started_at"), data.get("cores")
+    return (float(started) if isinstance(started, (int, float)) else None,
+            int(cores) if isinstance(cores, int) and cores > 0 else None)
 
 
 def benchmark_seconds(path: Path) -> float | None:
@@ -94,17 +107,24 @@ def planned_seconds(jobs: list[Job], config: dict | None) -> list[Job]:
     return out
 
 
-def run_job_costs(graph_json: str, benchmarks_dir: str, out_md: str, out_csv: str, cores: int = 2,
-                  config: dict | None = None) -> CostTable:
-    """Write the cost table (Markdown and CSV) of the jobs in ``graph_json``; print the totals."""
+def run_job_costs(graph_json: str, benchmarks_dir: str, out_md: str, out_csv: str, cores: int | None = None,
+                  config: dict | None = None, out_json: str | None = None, now: float | None = None) -> CostTable:
+    """Write the cost table (Markdown, CSV and the totals as JSON) of the jobs in ``graph_json``; print the totals.
+    ``cores``: default the run's own (recorded when it started), else 2. The elapsed wall-clock is this run's, from
+    its start to this table (``now``, default the present)."""
     import pandas as pd
 
-    from pgrpo.tables.job_costs import cost_markdown, job_rows
+    from pgrpo.tables.job_costs import cost_markdown, cost_summary, job_rows
 
+    started, run_cores = run_started(graph_json)
+    cores = cores or run_cores or 2
+    elapsed = None if started is None else max(0.0, (time.time() if now is None else now) - started)
     table = cost_table(planned_seconds(load_jobs(graph_json, benchmarks_dir), config), exclude_rules=NOT_COUNTED)
-    atomic.write_text(out_md, cost_markdown(table, cores) + "\n")
+    atomic.write_text(out_md, cost_markdown(table, cores, elapsed) + "\n")
     columns = ["job", "rule", "seconds", "share", "critical_path", "planned_seconds"]
     atomic.write_csv(out_csv, pd.DataFrame(job_rows(table), columns=columns))
+    if out_json:
+        atomic.write_json(out_json, cost_summary(table, cores, elapsed))
     print(f"job-seconds {table.total_seconds:.0f} s over {len(table.jobs)} jobs; critical path "
           f"{table.critical_path_seconds:.0f} s; on {cores} cores >= {table.wall_lower_bound(cores):.0f} s")
     return table

@@ -280,6 +280,19 @@ def timing_facts(benchmarks_dir: str, model_dirs: Sequence[str], logs: Sequence[
     return out
 
 
+def cost_facts(summary_json: str) -> dict:
+    """The run's cost table's totals (``pgrpo job-costs --json``): jobs, job-seconds, critical path, cores, the
+    least wall-clock on them, the run's elapsed wall-clock and the three costliest rules."""
+    data = _read_json(summary_json)
+    keys = ("jobs", "job_seconds", "critical_path_seconds", "critical_path_jobs", "cores",
+            "wall_lower_bound_seconds", "elapsed_seconds")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise InputError(f"{summary_json}: no {', '.join(missing)}")
+    return {**{k: data[k] for k in keys},
+            "rules": [{k: r[k] for k in ("rule", "jobs", "seconds", "share")} for r in data.get("rules", [])[:3]]}
+
+
 #: the forecast benchmark's text columns (every other column is a number, empty when not scored)
 _TEXT_COLUMNS = {"curve", "part", "split", "column", "method", "success", "mixture", "message",
                  "fell_back_to_persistence"}
@@ -407,7 +420,7 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
                   benchmarks_dir: str | None = None, forecast_benchmark_csv: str | None = None,
                   diagnose_benchmark_csv: str | None = None, finite_g_md: str | None = None,
                   kref_sweep_json: str | None = None, figures: Sequence[str] = (),
-                  live_benchmark_json: str | None = None) -> dict[str, Any]:
+                  live_benchmark_json: str | None = None, job_costs_json: str | None = None) -> dict[str, Any]:
     """The facts of the README's summary and the results pages from the given result files; a file that cannot be
     read is named under ``missing`` (its section is left out) rather than stopping the run. Then how far a rerun
     reproduces each section, the seed spread of the train reward's rise, and the headline numbers with their
@@ -415,8 +428,8 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
     missing: list[str] = []
     facts: dict[str, Any] = {"symbolic": None, "bandit": None, "models": [], "train": [], "table1": [], "fits": [],
                              "diagnostics": [], "finite_g": None, "kref_sweep": None, "forecast": [],
-                             "diagnose_benchmark": [], "live_benchmark": None, "timings": [], "figures": [],
-                             "missing": missing}
+                             "diagnose_benchmark": [], "live_benchmark": None, "timings": [], "costs": None,
+                             "figures": [], "missing": missing}
 
     def attempt(what: str, func, *args):
         try:
@@ -451,6 +464,8 @@ def collect_facts(symbolic_json: str | None = None, calibration_json: str | None
         kref = facts["kref_sweep"] or {}
         kref_runs = kref.get("jobs") or [r["run"] for r in kref.get("runs") or []]
         facts["timings"] = timing_facts(benchmarks_dir, model_dirs, logs, eval_jsons, kref_runs)
+    if job_costs_json:
+        facts["costs"] = attempt("job costs", cost_facts, job_costs_json)
     facts["figures"] = attempt("figures", figure_facts, list(figures), missing) or []
     facts["train_rise"] = train_rise_facts(facts["train"])
     facts["reproducibility"] = reproducibility_facts(facts)

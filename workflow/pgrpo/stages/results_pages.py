@@ -45,6 +45,7 @@ SECTION_KINDS: dict[str, tuple[str, str]] = {
     "forecast": (DETERMINISTIC, "scipy forecasts of the bandit curves and the public logs"),  # + forecast_workflow
     "diagnose_benchmark": (DETERMINISTIC, "the rules on the seeded planted logs and the public logs"),
     "timings": (WALL_CLOCK, "Snakemake's benchmark files"),
+    "costs": (WALL_CLOCK, "the run's cost table (rule job_costs)"),
 }
 #: the forecast benchmark's part made from this run's torch training logs (and "overall" holds its curves)
 TORCH_FORECAST_PART = "workflow"
@@ -166,6 +167,15 @@ def _timing_headline(timings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "longest": {k: longest[k] for k in ("stage", "jobs", "min_s", "max_s", "total_s")}}
 
 
+def _cost_headline(costs: Mapping[str, Any]) -> dict[str, Any]:
+    """The main job's time from its own cost table: elapsed on its cores, job-seconds, the critical path."""
+    return {"id": "main_job", "values": [_value("elapsed", costs.get("elapsed_seconds")),
+                                         _value("job-seconds", costs["job_seconds"], of=costs["jobs"]),
+                                         _value("critical path", costs["critical_path_seconds"],
+                                                of=costs["critical_path_jobs"])],
+            "cores": costs["cores"], "costliest": (costs.get("rules") or [None])[0]}
+
+
 def headline_facts(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The summary's rows, in order, each present where its section is: ``id``, what it is about, ``values`` (each
     ``label``, ``value``, ``spread``, ``spread_kind``, ``n``, ``of``) and ``kind`` (how far a rerun reproduces it)."""
@@ -196,7 +206,9 @@ def headline_facts(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append(_forecast_headline(facts["forecast"]))
     if facts.get("diagnose_benchmark") and (row := _diagnose_headline(facts["diagnose_benchmark"])):
         rows.append({"kind": kinds["diagnose_benchmark"], **row})
-    if facts.get("timings"):
+    if facts.get("costs"):  # the run's own cost table (every job), else the stages' benchmark files
+        rows.append({"kind": WALL_CLOCK, **_cost_headline(facts["costs"])})
+    elif facts.get("timings"):
         rows.append({"kind": WALL_CLOCK, **_timing_headline(facts["timings"])})
     return rows
 

@@ -16,11 +16,24 @@ def job_rows(table: CostTable) -> list[dict]:
              "critical_path": j.on_critical_path, "planned_seconds": j.planned_seconds} for j in table.jobs]
 
 
-def cost_markdown(table: CostTable, cores: int) -> str:
+def cost_summary(table: CostTable, cores: int, elapsed_seconds: float | None = None) -> dict:
+    """The totals the README and the docs quote: jobs, job-seconds, the critical path, the least wall-clock on
+    ``cores`` cores, this run's elapsed wall-clock (None: not recorded) and the costliest rules."""
+    return {"jobs": len(table.jobs), "unmeasured": list(table.unmeasured), "job_seconds": table.total_seconds,
+            "critical_path_seconds": table.critical_path_seconds, "critical_path_jobs": len(table.critical_path),
+            "cores": cores, "wall_lower_bound_seconds": table.wall_lower_bound(cores),
+            "elapsed_seconds": elapsed_seconds,
+            "rules": [{"rule": r.rule, "jobs": r.jobs, "seconds": r.seconds, "share": r.share} for r in table.rules]}
+
+
+def cost_markdown(table: CostTable, cores: int, elapsed_seconds: float | None = None) -> str:
     """Totals, the critical path, then per rule and per job: seconds and share of the job-seconds."""
     lines = [
         "# Where the main job's time goes",
         "",
+        *([f"- elapsed: **{elapsed_seconds:.0f} s** ({elapsed_seconds / 60:.1f} min) of wall-clock on {cores} "
+           "cores, from the start of the run that wrote this table to the table"] if elapsed_seconds is not None
+          else []),
         f"- job-seconds: **{table.total_seconds:.0f} s** over {len(table.jobs)} jobs "
         f"({table.total_seconds / 60:.1f} min of one core)",
         f"- critical path through the DAG: **{table.critical_path_seconds:.0f} s** over "

@@ -97,6 +97,17 @@ def _job_time(h: Mapping[str, Any]) -> str:
             f"longest stage: {longest['stage']}, {longest['jobs']} × {span} s")
 
 
+def _main_job(h: Mapping[str, Any]) -> str:
+    elapsed, job_seconds, critical = h["values"]
+    text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores · "
+            if elapsed.get("value") is not None else "")
+    text += (f"{fmt(job_seconds['value'] / 60, '.1f')} min of job-seconds over {job_seconds['of']} jobs · critical "
+             f"path {fmt(critical['value'] / 60, '.1f')} min")
+    if h.get("costliest"):
+        text += f" · costliest rule: {h['costliest']['rule']}, {fmt(100 * h['costliest']['share'], '.0f')}%"
+    return text
+
+
 def headline_label(h: Mapping[str, Any]) -> str:
     """What a headline row is about."""
     return {
@@ -111,6 +122,7 @@ def headline_label(h: Mapping[str, Any]) -> str:
                              f"persistence at f = {fmt(h.get('fraction'), 'g')}"),
         "diagnose_benchmark": lambda: f"Diagnose benchmark, {h['split']} logs: labelled failures found",
         "job_time": lambda: "Main job (`make run`): wall-clock time of its timed jobs, summed",
+        "main_job": lambda: "Main job (`make run`), from its cost table (`results/costs/job_costs.md`)",
     }[h["id"]]()
 
 
@@ -128,6 +140,7 @@ def headline_value(h: Mapping[str, Any]) -> str:
         "diagnose_benchmark": lambda: " · ".join(f"{v['label']} {v['value']} of {v['of']} ({v['false_flags']} "
                                                  "false flags)" for v in values),
         "job_time": lambda: _job_time(h),
+        "main_job": lambda: _main_job(h),
     }[h["id"]]()
 
 

@@ -77,7 +77,7 @@ SECTION_NAMES = {"symbolic": "symbolic verification", "bandit": "exact bandit", 
                  "forecast": "forecast benchmark (bandit and public logs)",
                  "forecast_workflow": "forecast benchmark (this run's curves)",
                  "diagnose_benchmark": "diagnose benchmark", "live_benchmark": "live benchmark",
-                 "timings": "job times"}
+                 "timings": "job times", "costs": "the cost table"}
 
 
 def _rerun(facts: Mapping[str, Any], *sections: str) -> list[str]:
@@ -504,6 +504,23 @@ def _live_benchmark(live: Mapping[str, Any]) -> list[str]:
             live_split_table(live["records"], "holdout").rstrip("\n"), ""]
 
 
+def _costs(costs: Mapping[str, Any]) -> list[str]:
+    """The main job's totals from its own cost table (``results/costs/job_costs.md``, rule ``job_costs``)."""
+    elapsed = costs.get("elapsed_seconds")
+    lines = ["The run's cost table (`results/costs/job_costs.md`; how it is made: [Where the time goes]"
+             "(performance.md)):", ""]
+    if elapsed is not None:
+        lines.append(f"- elapsed: **{fmt(elapsed / 60, '.1f')} min** of wall-clock on {costs['cores']} cores, from "
+                     "the run's start to its cost table (the README's summary after it takes seconds);")
+    lines += [f"- job-seconds: **{fmt(costs['job_seconds'] / 60, '.1f')} min** over {costs['jobs']} jobs;",
+              f"- critical path through the DAG: **{fmt(costs['critical_path_seconds'] / 60, '.1f')} min** over "
+              f"{costs['critical_path_jobs']} jobs; on {costs['cores']} cores no run takes less than "
+              f"{fmt(costs['wall_lower_bound_seconds'] / 60, '.1f')} min;",
+              "- the costliest rules: " + ", ".join(f"`{r['rule']}` {fmt(100 * r['share'], '.0f')}% ({r['jobs']} "
+                                                    f"jobs)" for r in costs.get("rules") or []) + ".", ""]
+    return lines
+
+
 def _timings(timings: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = [[t["stage"], str(t["jobs"]), fmt(t["min_s"], ".0f") if t["jobs"] == 1 else
              f"{fmt(t['min_s'], '.0f')}-{fmt(t['max_s'], '.0f')}", fmt(t["total_s"], ".0f")] for t in timings]
@@ -558,8 +575,9 @@ def render_benchmarks_page(facts: Mapping[str, Any], figures: str) -> str:
               "Made by `make run` (rule `live_benchmark`; alone: `python benchmarks/live/run_benchmark.py`).", "",
               *_rerun(facts, "live_benchmark"),
               *(_live_benchmark(facts["live_benchmark"]) if facts.get("live_benchmark") else absent)]
-    lines += ["## Job times", "", "Made by `make run` (rules `verify_symbolic`, `bandit_*`, `build_tiny_model`, "
-              "`train`, `evaluate`, `kref_train`).", "", *_rerun(facts, "timings"),
+    lines += ["## Job times", "", "Made by `make run` (rule `job_costs`, and the `benchmark:` files of rules "
+              "`verify_symbolic`, `bandit_*`, `build_tiny_model`, `train`, `evaluate`, `kref_train`).", "",
+              *_rerun(facts, "timings", "costs"), *(_costs(facts["costs"]) if facts.get("costs") else []),
               *(_timings(facts["timings"]) if facts.get("timings") else absent)]
     lines += ["## Benchmark scripts (not part of the main job)", "",
               "Timings on shared cores are noisy, so these print their numbers and are not quoted here:", ""]

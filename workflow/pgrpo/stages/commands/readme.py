@@ -27,6 +27,7 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--kref-sweep", help="results/kref_sweep/summary.json")
     p.add_argument("--figures", nargs="*", default=[], help="the figures the results pages show (PNG)")
     p.add_argument("--benchmarks-dir", help="results/benchmarks (Snakemake's job times)")
+    p.add_argument("--job-costs", help="results/costs/summary.json (the run's cost table: its totals)")
     p.add_argument("--md", required=True, help="the block, markers included (results/readme/summary.md)")
     p.add_argument("--json", required=True, help="the facts (results/readme/numbers.json)")
     p.add_argument("--results-md", help="the results page (default: results.md beside --md)")
@@ -53,7 +54,7 @@ def _readme(args):
             diagnostics_json=args.diagnostics, benchmarks_dir=args.benchmarks_dir,
             forecast_benchmark_csv=args.forecast_benchmark, diagnose_benchmark_csv=args.diagnose_benchmark,
             finite_g_md=args.finite_g, kref_sweep_json=args.kref_sweep, figures=args.figures,
-            live_benchmark_json=args.live_benchmark)
+            live_benchmark_json=args.live_benchmark, job_costs_json=args.job_costs)
         for item in facts["missing"]:
             print(f"pgrpo readme numbers: not in the results: {item}", file=sys.stderr)
     elif args.readme_verb == "update":
