@@ -339,9 +339,9 @@ def test_too_few_points_carry_the_end_level_forward_with_the_mixtures_spread():
     y = np.array([0.24, 0.24, 0.36, 0.43])
     steps = np.arange(100.0, 301.0, 25.0)
     context = RunContext(reward_range=(0.0, 1.0))
-    raw = forecast_early_window(t, y, steps, context, ForecasterSettings(guard="off", flat_level="mean"))
+    raw = forecast_early_window(t, y, steps, context, ForecasterSettings(guard="off", flat_level="mean", center="best"))
     guarded = forecast_early_window(t, y, steps, context)
-    assert np.allclose(raw.mean, np.mean(y))  # the flat law alone: the window's mean
+    assert np.allclose(raw.mean, np.mean(y))  # the flat law's best fit alone: the window's mean
     assert np.allclose(guarded.mean, 0.43)
     assert guarded.details["guard"]["law_weight"] == 0.0 and "too few" in guarded.details["guard"]["reason"]
     # the spread is the mixture's (same settings, guard off), moved with the centre (no clip: far from 0 and 1)
@@ -498,3 +498,59 @@ def test_the_slowest_rate_of_each_law_by_hand():
     assert slowest_rate("power_tail", {"rate": 0.05, "alpha": 1.0}) == 0.05
     assert slowest_rate("theory", {"K_eta": 0.1, "omega_n": 0.4, "zeta": 0.5}) == pytest.approx(0.2)
     assert slowest_rate("flat", {}) is None
+
+
+# --- the mean-curve guard weight and the residual drift (issue 21): hand-computed cases ------------------------------
+
+
+def test_the_excess_mse_weight_subtracts_the_noise_both_forecasts_share():
+    """Backtest MSEs 0.05 (law) and 0.09 (level) on points of noise variance 0.04, 10 points scored: the floor is
+    0.04 / 10 = 0.004, the excesses 0.01 + 0.004 = 0.014 and 0.05 + 0.004 = 0.054, so w_law = 0.054 / 0.068 = 0.7941
+    (Bates-Granger on the raw MSEs: 0.09 / 0.14 = 0.6429); both below the noise: only the floors, 0.5."""
+    from pgrpo.fit.level_guard import excess_mse_weight
+
+    assert excess_mse_weight(0.05, 0.09, 0.04, 10) == pytest.approx(0.054 / 0.068)
+    assert excess_mse_weight(0.05, 0.09, 0.0, 10) == pytest.approx(0.09 / 0.14)
+    assert excess_mse_weight(0.03, 0.035, 0.04, 10) == pytest.approx(0.5)
+    assert excess_mse_weight(0.0, 0.0, 0.0, 10) == pytest.approx(0.5)
+
+
+def test_the_guard_excess_mode_reports_the_weight_of_its_backtest():
+    """A straight rise 0.1 + 0.01 t on 20 points without noise: the law mixture fitted on the first 10 follows it,
+    the level of the first half's end (0.19) misses the second half by 0.01 .. 0.10, so the law gets nearly all the
+    weight (noise s.d. 0: the excesses are the MSEs themselves)."""
+    from pgrpo.fit.level_guard import guard_weight
+
+    t = np.arange(20.0)
+    y = 0.1 + 0.01 * t
+
+    def mixture(ta, ya, sa):
+        return forecast_early_window(ta, ya, sa, RunContext(reward_range=(0.0, 1.0)), ForecasterSettings(guard="off",
+                                                                                                        draws=60))
+
+    weight = guard_weight(t, y, mixture, "excess", 8)
+    level_mse = float(np.mean((y[10:] - 0.19) ** 2))  # the level: the mean of the last 10% of 10 points, y[9]
+    assert weight.backtest_level_rmse == pytest.approx(math.sqrt(level_mse), rel=1e-6)
+    assert weight.backtest_law_rmse < 0.2 * weight.backtest_level_rmse
+    assert weight.law_weight > 0.95
+
+
+def test_the_ses_drift_is_etss_level_variance():
+    """ETS(A,N,N): h-step variance sigma^2 (1 + alpha^2 (h - 1)); the level's part for alpha 0.2, sigma 0.1:
+    0.02 sqrt(h - 1): 0 at h = 0 and 1, 0.04 at h = 5, 0.2 at h = 101."""
+    from pgrpo.fit.level_guard import ses_drift_sd
+
+    assert np.allclose(ses_drift_sd(0.2, 0.1, np.array([0.0, 1.0, 5.0, 101.0])), [0.0, 0.0, 0.04, 0.2])
+
+
+def test_the_residual_drift_is_zero_for_explained_windows_and_grows_for_a_step_the_laws_miss():
+    """Residuals 0 everywhere: no drift. Residuals 0, 0, 0, 0, 1, 1, 1, 1 (a step the laws missed), steps 0..7: simple
+    exponential smoothing's one-step SSE is least at alpha = 1 (one error of 1, at the step), sigma = sqrt(1/7); at
+    steps 8, 10, 17 (h = 1, 3, 10 intervals ahead) the drift is sigma sqrt(h - 1) = 0, sqrt(2/7), 3 sqrt(1/7)."""
+    from pgrpo.fit.forecaster import residual_drift_sd
+
+    t = np.arange(8.0)
+    steps = np.array([8.0, 10.0, 17.0])
+    assert np.allclose(residual_drift_sd(t, np.zeros(8), steps), 0.0)
+    drift = residual_drift_sd(t, np.array([0.0, 0, 0, 0, 1, 1, 1, 1]), steps)
+    assert np.allclose(drift, [0.0, math.sqrt(2.0 / 7.0), 3.0 * math.sqrt(1.0 / 7.0)])

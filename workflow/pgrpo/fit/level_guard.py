@@ -8,7 +8,9 @@ mean, not its end. The guard combines the law mixture with the level a user woul
 mean of the window's last 10%), weighted by how each did on the part of the window the forecaster has already seen
 (a rolling-origin backtest: fitted on the first half, scored on the second half; Bates & Granger 1969 inverse-MSE
 weights, ``w_law = mse_level / (mse_law + mse_level)``). Below ``min_law_points`` early points the level alone is
-used. In every case the predictive spread stays the mixture's (its noise and parameter band): only the centre moves,
+used. On noisy points both MSEs carry the noise variance, the same for law and level, which pulls the weights toward
+one half; mode ``excess`` subtracts it first (:func:`excess_mse_weight`), weighting by the error against the mean
+curve. In every case the predictive spread stays the mixture's (its noise and parameter band): only the centre moves,
 so the intervals keep their calibration.
 """
 
@@ -22,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from pgrpo.fit.baselines import Predictive, baseline_forecast
-from pgrpo.fit.intervals import LEVELS, rmse, sample_intervals
+from pgrpo.fit.intervals import LEVELS, rmse, robust_noise_sd, sample_intervals
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ class GuardWeight:
 def guard_weight(t: np.ndarray, y: np.ndarray, mixture: Callable[[np.ndarray, np.ndarray, np.ndarray], Predictive],
                  mode: str, min_law_points: int) -> GuardWeight:
     """The law mixture's weight: 1 (``mode = "off"``), 0 below ``min_law_points`` points, else 1 (``"points"``) or
-    from the backtest (``"blend"``: inverse-MSE; ``"switch"``: 1 if the laws beat the level on the seen half, else
-    0)."""
+    from the backtest (``"blend"``: inverse-MSE; ``"excess"``: inverse MSE less the noise variance,
+    :func:`excess_mse_weight`; ``"switch"``: 1 if the laws beat the level on the seen half, else 0)."""
     nan = float("nan")
     if mode == "off":
         return GuardWeight(1.0, nan, nan, "guard off")
@@ -57,10 +59,28 @@ def guard_weight(t: np.ndarray, y: np.ndarray, mixture: Callable[[np.ndarray, np
         return GuardWeight(1.0, a, b, "backtest not possible: the law mixture alone")
     if mode == "switch":
         weight = 1.0 if a <= b else 0.0
+    elif mode == "excess":
+        noise = robust_noise_sd(y)
+        weight = excess_mse_weight(a * a, b * b, noise * noise if math.isfinite(noise) else 0.0, t.size - half)
+        return GuardWeight(float(weight), a, b, f"backtest on the seen window's second half: law mixture RMSE "
+                                                f"{a:.3g}, carried-forward level {b:.3g}, noise s.d. {noise:.3g} "
+                                                f"(subtracted from both); law weight {weight:.2f}")
     else:
         weight = b * b / (a * a + b * b) if a * a + b * b > 0 else 0.5
     return GuardWeight(float(weight), a, b, f"backtest on the seen window's second half: law mixture RMSE {a:.3g}, "
                                             f"carried-forward level {b:.3g}; law weight {weight:.2f}")
+
+
+def excess_mse_weight(mse_law: float, mse_level: float, noise_var: float, n_scored: int) -> float:
+    """Bates-Granger's inverse-MSE weight of the law against the level on the mean curve, not the noise: on noisy
+    points ``E mse = bias^2 + var + sigma^2`` for either forecast, so the noise variance ``sigma^2`` (the same for
+    both) is subtracted first, each excess floored at ``sigma^2 / n_scored`` (the resolution of an ``n``-point mean:
+    excesses below it cannot be told apart), and ``w_law = e_level / (e_law + e_level)``."""
+    floor = noise_var / max(n_scored, 1)
+    e_law = max(mse_law - noise_var, 0.0) + floor
+    e_level = max(mse_level - noise_var, 0.0) + floor
+    total = e_law + e_level
+    return e_level / total if total > 0 else 0.5
 
 
 def recentre(prediction: Predictive, t: np.ndarray, y: np.ndarray, weight: GuardWeight,
@@ -82,6 +102,15 @@ def recentre(prediction: Predictive, t: np.ndarray, y: np.ndarray, weight: Guard
     details["notes"] = [*details.get("notes", []), weight.reason]
     return dataclasses.replace(prediction, mean=centre, intervals=sample_intervals(value_draws, LEVELS),
                                mean_draws=mean_draws, value_draws=value_draws, details=details)
+
+
+def ses_drift_sd(alpha: float, one_step_sd: float, ahead: np.ndarray) -> np.ndarray:
+    """The s.d. of the level's own change ``ahead`` logged intervals past the window's end under simple exponential
+    smoothing's state-space model ETS(A,N,N) (Hyndman et al. 2008, Ch. 6: the ``h``-step forecast variance is
+    ``sigma^2 (1 + alpha^2 (h - 1))``; the ``1`` is the next point's own noise, the rest the level's random walk):
+    ``sigma alpha sqrt(h - 1)`` for ``h >= 1``, 0 before."""
+    h = np.maximum(np.asarray(ahead, float), 1.0)
+    return float(one_step_sd) * float(alpha) * np.sqrt(h - 1.0)
 
 
 def smoothed_level(y: np.ndarray) -> tuple[float, float, float]:

@@ -328,11 +328,15 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
             default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
         **{f"forecaster: guard {mode}" if mode != "off" else "forecaster: - level guard (the law mixture alone)":
-           default.replace(guard=mode) for mode in ("off", "points", "blend", "switch") if mode != default.guard},
+           default.replace(guard=mode) for mode in ("off", "points", "blend", "excess", "switch") if mode != default.guard},
         name(default.flat_level == "smoothed", "flat law at the smoothed end level", "flat law at the window's mean"):
             default.replace(flat_level="mean" if default.flat_level == "smoothed" else "smoothed"),
         name(default.drift > 0, "+ drift (s.d. 0.5 x the residual's at h = W, growing as sqrt(h / W))", "- drift"):
             default.replace(drift=0.0 if default.drift > 0 else 0.5),
+        name(default.residual_drift, "+ the residuals' own drift (a random walk, exponential smoothing's variance)",
+             "- the residuals' own drift"): default.replace(residual_drift=not default.residual_drift),
+        **{f"forecaster: point forecast {center}": default.replace(center=center)
+           for center in ("draws", "best", "recenter") if center != default.center},
     }
 
 
