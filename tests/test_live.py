@@ -209,8 +209,60 @@ def test_replay_cli_prints_one_line_and_writes_json(tmp_path):
                            "--stop-on", "degeneracy", "--json", str(tmp_path / "r.json"), "--quiet"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "stopped at step" in done.stdout
-    assert set(json.loads((tmp_path / "r.json").read_text())) >= {"every", "reads", "first_flagged", "stopped"}
+    assert "stopped at step 30, decided by the read at step 20" in done.stdout  # the callback's default: one later
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert set(result) >= {"every", "lag_reads", "reads", "first_flagged", "stopped"}
+    done = subprocess.run([sys.executable, "-m", "pgrpo", "replay", str(paths["wandb_csv"]), "--every", "10",
+                           "--stop-on", "degeneracy", "--json", str(tmp_path / "s.json"), "--quiet", "--synchronous"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "(synchronous)" in done.stdout and "stopped at step 20 (" in done.stdout
+    synchronous = json.loads((tmp_path / "s.json").read_text())
+    assert synchronous["lag_reads"] == 0 and synchronous["stopped"]["step"] == synchronous["stopped"]["read_step"]
+    assert synchronous["stopped"]["read_step"] == result["stopped"]["read_step"] == 20.0
+
+
+def test_replay_models_the_background_lag_a_stop_one_read_after_the_deciding_read(tmp_path):
+    """The stuck run logged at every 3rd step (3, 6, ..., 300), read every 4 logged steps: reads at 12, 24, 36, ...
+    Synchronous (lag 0), the stop is at the read that decides, 12 k; background (lag 1, the default), at the next
+    read's step 12 (k + 1), with ``read_step`` 12 k and one more read, at the stop."""
+    history = [e for e in PLANTED["planted_stuck_at_zero"]["log_history"] if e["step"] % 3 == 0]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    synchronous = run_replay(str(path), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0)
+    background = run_replay(str(path), every=4, stop_on=["degeneracy"], quiet=True)
+    decided = synchronous["stopped"]["step"]
+    k = int(decided) // 12
+    assert decided == 12 * k and synchronous["stopped"]["read_step"] == decided and synchronous["lag_reads"] == 0
+    assert [r["step"] for r in synchronous["reads"]] == [12.0 * i for i in range(1, k + 1)]
+    assert background["lag_reads"] == 1
+    assert (background["stopped"]["read_step"], background["stopped"]["step"]) == (decided, 12.0 * (k + 1))
+    assert [r["step"] for r in background["reads"]] == [12.0 * i for i in range(1, k + 2)]
+    assert background["stopped"]["mode"] == synchronous["stopped"]["mode"] == "degeneracy"
+
+
+def test_a_background_decision_at_the_last_read_before_the_end_stops_nothing(tmp_path):
+    """The same log cut two rows after the synchronous stop (12 k + 6): the read at 12 k is the last every-4th one,
+    so in the background its decision would be applied at the end of training: no stop, and the reads run to the
+    end-of-training read at 12 k + 6."""
+    history = [e for e in PLANTED["planted_stuck_at_zero"]["log_history"] if e["step"] % 3 == 0]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}))
+    decided = run_replay(str(path), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0)["stopped"]["step"]
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps([e for e in history if e["step"] <= decided + 6]))
+    assert run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0)["stopped"]["step"] == decided
+    background = run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True)
+    assert background["stopped"] is None
+    assert [r["step"] for r in background["reads"]][-2:] == [decided, decided + 6]
+
+
+def test_replay_lag_reads_is_0_or_1():
+    curves = curves_from_history(PLANTED["planted_stuck_at_zero"]["log_history"][:40])
+    from pgrpo.stages.live import replay_curves
+
+    with pytest.raises(InputError, match="lag_reads"):
+        replay_curves(curves, LiveSettings(10), lag_reads=2)
 
 
 # ---- the callback without a trainer: a read never raises ---------------------------------------------------------
@@ -231,17 +283,28 @@ class _Args:
     output_dir = None
 
 
-def test_a_log_the_callback_cannot_read_warns_and_training_goes_on(tmp_path, capsys):
+@pytest.mark.parametrize("background", [False, True])
+def test_a_log_the_callback_cannot_read_warns_and_training_goes_on(tmp_path, capsys, background):
+    """Synchronous: the warning at the read; background: at the next read's log event, where the read is applied."""
     pytest.importorskip("transformers")
     from pgrpo.live import DynamicsCallback
 
-    callback = DynamicsCallback(every=1, stop_on=["degeneracy"], output_dir=str(tmp_path))
+    callback = DynamicsCallback(every=1, stop_on=["degeneracy"], output_dir=str(tmp_path), background=background)
     args, control = _Args(), _Control()
     state = _State([{"reward": "garbage", "step": "x"}])
-    callback.on_train_begin(args, state, control)
-    assert callback.on_log(args, state, control, logs={"reward": 0.0}) is control
-    assert not control.should_training_stop and callback.warnings
-    assert "pgrpo live: warning" in capsys.readouterr().err
+    try:
+        callback.on_train_begin(args, state, control)
+        assert callback.on_log(args, state, control, logs={"reward": 0.0}) is control
+        if background:
+            assert not callback.warnings  # still in the worker
+            state.global_step = 11
+            assert callback.on_log(args, state, control, logs={"reward": 0.0}) is control
+        assert not control.should_training_stop
+        assert [w for w in callback.warnings if "read at step 10 skipped" in w] == callback.warnings[:1]
+        assert len(callback.warnings) == 1
+        assert "pgrpo live: warning" in capsys.readouterr().err
+    finally:
+        callback.close()
 
 
 # ---- real GRPOTrainer runs of the tiny model ----------------------------------------------------------------------
@@ -280,11 +343,12 @@ def tiny_model(tmp_path_factory):
 def test_a_zero_reward_run_stops_well_before_max_steps_with_stop_json(tiny_model, tmp_path):
     from pgrpo.live import DynamicsCallback
 
-    callback = DynamicsCallback(every=4, stop_on=["degeneracy"])
+    callback = DynamicsCallback(every=4, stop_on=["degeneracy"], background=False)
     trainer = plain_trl_run(tiny_model, tmp_path, zero_reward, callback, max_steps=40)
     assert trainer.state.global_step <= 20  # well before 40
     stop = json.loads((tmp_path / "pgrpo" / "stop.json").read_text())
     assert stop["mode"] == "degeneracy" and stop["step"] == trainer.state.global_step
+    assert stop["read_step"] == stop["step"] and stop["lag_reads"] == 0  # synchronous: stopped at the deciding read
     assert {"onset_step", "severity", "reason", "forecast"} <= set(stop)
     assert (tmp_path / f"checkpoint-{trainer.state.global_step}").is_dir()  # saved before the stop
     assert json.loads((tmp_path / "pgrpo" / "live.json").read_text())["live"]["stopped"]["mode"] == "degeneracy"
@@ -295,13 +359,14 @@ def test_the_real_reward_runs_to_its_end_with_pgrpo_keys_in_the_log_history(tiny
     from tests.test_train import lower_or_digit_reward
     from pgrpo.live import DynamicsCallback
 
-    callback = DynamicsCallback(every=4, stop_on=["degeneracy"])
+    callback = DynamicsCallback(every=4, stop_on=["degeneracy"], background=False)
     trainer = plain_trl_run(tiny_model, tmp_path, lambda completions, answer, **kw: lower_or_digit_reward(
         completions, answer), callback, max_steps=16)
     assert trainer.state.global_step == 16
     assert not (tmp_path / "pgrpo" / "stop.json").exists()
     keyed = [e for e in trainer.state.log_history if "pgrpo/degeneracy" in e]
     assert [e["step"] for e in keyed] == [8, 12, 16]  # reads at 4 too, where degeneracy has too few points
+    assert [e["pgrpo/read_step"] for e in keyed] == [8, 12, 16]  # synchronous: each read's keys at its own step
     assert any("pgrpo/plateau" in e for e in trainer.state.log_history)
     payload = json.loads((tmp_path / "pgrpo" / "live.json").read_text())
     assert payload["theory"]["configuration"]["k_ref"] == 1.0 and payload["live"]["step"] == 16

@@ -11,6 +11,7 @@ import pytest
 
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.live.benchmark import (
+    default_lag_reads,
     first_stop,
     live_settings,
     reward_lost,
@@ -42,25 +43,36 @@ STEPS = np.arange(1.0, 101.0)  # a run logged at every step 1..100: span 99, rea
 
 def test_latency_stop_and_saved_share_of_a_failed_run_are_the_hand_computed_ones():
     # degeneracy labelled from step 20; flagged (medium) at reads 30, 40, 50: latency 10 steps = 1 read, 10/99 of
-    # the run; the stop rule (2 consecutive reads) stops at 40, saving (100 - 40) / 99 of the run
+    # the run; the stop rule (2 consecutive reads) decides at 40; synchronous (lag 0) it stops there, saving
+    # (100 - 40) / 99 of the run; in the background (lag 1, ours by default) at the next read, 50: (100 - 50) / 99
     reads = [read_at(s, {"degeneracy": (s >= 30, "medium" if s >= 30 else None)}) for s in range(10, 101, 10)]
-    rows = run_rows("r", "dev", labels_of(degeneracy=20), "ours", reads, LiveSettings(), 10, STEPS, STEPS / 100)
+    rows = run_rows("r", "dev", labels_of(degeneracy=20), "ours", reads, LiveSettings(), 10, STEPS, STEPS / 100,
+                    lag_reads=0)
     row = next(r for r in rows if r["mode"] == "degeneracy")
     assert row["first_flag"] == 30 and row["latency"] == 10 and row["latency_reads"] == 1.0
     assert row["latency_share"] == pytest.approx(10 / 99)
     assert row["allowance"] == 30  # max(9.9, 3 reads x 10 steps)
     assert row["latency_ok"] is True and row["stop_step"] == 40
     assert row["saved_share"] == pytest.approx(60 / 99)
+    rows = run_rows("r", "dev", labels_of(degeneracy=20), "ours", reads, LiveSettings(), 10, STEPS, STEPS / 100)
+    row = next(r for r in rows if r["mode"] == "degeneracy")
+    assert row["lag_reads"] == 1 and row["first_flag"] == 30 and row["latency"] == 10  # detection is not delayed
+    assert row["stop_step"] == 50 and row["saved_share"] == pytest.approx(50 / 99)
     healthy = next(r for r in rows if r["mode"] == "truncation")  # labelled no, never flagged
     assert healthy["first_flag"] is None and healthy["stop_step"] is None and healthy["reward_lost"] is None
 
 
 def test_a_low_severity_flag_is_detected_but_never_stops_and_the_end_read_stops_nothing():
     reads = [read_at(s, {"regression": (True, "low")}) for s in range(10, 101, 10)]
-    assert first_stop(reads, LiveSettings(), ["regression"], 10) is None
+    assert first_stop(reads, LiveSettings(), ["regression"], 10, lag_reads=0) is None
     high = [read_at(s, {"regression": (s >= 90, "high")}) for s in range(10, 101, 10)]
-    assert first_stop(high, LiveSettings(), ["regression"], 9) is None  # the read at 100 is the end-of-train read
-    assert first_stop(high, LiveSettings(), ["regression"], 10) == 100
+    assert first_stop(high, LiveSettings(), ["regression"], 9, 0) is None  # the read at 100 is the end-of-train read
+    assert first_stop(high, LiveSettings(), ["regression"], 10, 0) == 100
+    # background: decided at 100, the last stoppable read; applied at the end of training, it stops nothing
+    assert first_stop(high, LiveSettings(), ["regression"], 10) is None
+    earlier = [read_at(s, {"regression": (s >= 70, "high")}) for s in range(10, 101, 10)]
+    assert first_stop(earlier, LiveSettings(), ["regression"], 10, 0) == 80
+    assert first_stop(earlier, LiveSettings(), ["regression"], 10) == 90  # one read later
 
 
 def test_the_toolkit_stops_on_one_critical_read_and_reads_a_200_row_window():
@@ -69,9 +81,12 @@ def test_the_toolkit_stops_on_one_critical_read_and_reads_a_200_row_window():
                                                                                                     "toolkit")
     assert settings.forecast_every == 0 and not settings.forecasts_at(0)
     reads = [read_at(10), read_at(20, {"instability": (True, "high")}), read_at(30)]
-    assert first_stop(reads, settings, ["instability"], 3) == 20
+    assert default_lag_reads("toolkit") == 0 and default_lag_reads("ours") == 1  # the toolkit reads synchronously
+    assert first_stop(reads, settings, ["instability"], 3, lag_reads=0) == 20
+    rows = run_rows("t", "dev", labels_of(instability=15), "toolkit", reads, settings, 3, STEPS[:30], STEPS[:30])
+    assert next(r for r in rows if r["mode"] == "instability")["stop_step"] == 20
     medium = [read_at(10), read_at(20, {"instability": (True, "medium")})] * 2
-    assert first_stop(medium, settings, ["instability"], 4) is None  # not critical
+    assert first_stop(medium, settings, ["instability"], 4, lag_reads=0) is None  # not critical
     history = [{"step": s, "reward": 0.1 * s} for s in range(1, 301)]
     tail = curves_tail(curves_from_history(history), 200)
     assert len(tail.frame) == 200 and tail.frame["step"].iloc[0] == 101
@@ -84,13 +99,16 @@ def test_a_false_stop_loses_the_reward_the_run_went_on_to_gain():
     assert reward_lost(STEPS, rewards, 50.0) == pytest.approx((0.945 - 0.445) / 0.99)
     assert reward_lost(STEPS, np.full(100, 0.3), 50.0) is None  # no range: nothing to compare
     reads = [read_at(s, {"no_learning": (True, "high")}) for s in range(10, 101, 10)]
+    # flagged at every read: decided at 20; in the background (ours by default) stopped at 30, where the 10 rows up
+    # to it (steps 21..30) average 0.245
     rows = run_rows("h", "holdout", labels_of(), "ours", reads, LiveSettings(), 10, STEPS, rewards)
     row = next(r for r in rows if r["mode"] == "no_learning")
-    assert row["stop_step"] == 20 and row["reward_lost"] == pytest.approx((0.945 - 0.145) / 0.99)
+    assert row["stop_step"] == 30 and row["reward_lost"] == pytest.approx((0.945 - 0.245) / 0.99)
 
 
 def test_the_summary_counts_misses_as_infinite_latency_and_rates_false_stops():
-    # three failed runs: latencies 0 and 40 steps (allowance 30: ratios 0 and 4/3), one missed: median ratio 4/3 > 1
+    # three failed runs: latencies 0 and 40 steps (allowance 30: ratios 0 and 4/3), one missed: median ratio 4/3 > 1;
+    # decided at 30 and 70, stopped one read later (ours: background), at 40 and 80
     rows = []
     for name, flag_at in (("a", 20), ("b", 60), ("c", None)):
         reads = [read_at(s, {"concentration": (flag_at is not None and s >= flag_at, "high")})
@@ -105,7 +123,7 @@ def test_the_summary_counts_misses_as_infinite_latency_and_rates_false_stops():
     assert record["median_latency"] == 20.0 and record["latency_met"] is False
     assert (record["healthy"], record["false_alarms"], record["false_stops"]) == (10, 1, 1)
     assert record["false_stops_per_run"] == 0.1 and record["false_stop_met"] is True  # at most 1 in 10
-    assert record["saved_share"] == pytest.approx(((100 - 30) / 99 + (100 - 70) / 99 + 0) / 3)
+    assert record["saved_share"] == pytest.approx(((100 - 40) / 99 + (100 - 80) / 99 + 0) / 3)
     cells = record_cells(record)
     assert cells[2] == "2/3" and cells[4] == "**not met**" and cells[6] == "1/10" and cells[7] == "met"
 

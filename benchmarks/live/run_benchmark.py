@@ -7,8 +7,10 @@ steps saved and reward lost.
     python benchmarks/live/run_benchmark.py [--out results/live_benchmark]
 
 The same as ``pgrpo live-benchmark`` (what the workflow's ``live_benchmark`` rule runs); the protocol is described
-in :mod:`pgrpo.stages.live_benchmark` and :mod:`pgrpo.live.benchmark`. The cost of a read against a training step:
-``benchmarks/live/bench_overhead.py``.
+in :mod:`pgrpo.stages.live_benchmark` and :mod:`pgrpo.live.benchmark`. Our stops are scored as the callback makes
+them by default, in the background: one read after the read that decided (``lag_reads = 1``,
+:func:`pgrpo.live.benchmark.default_lag_reads`); the toolkit's callback, which reads on the trainer's thread, with
+no lag. The cost of a read against a training step: ``benchmarks/live/bench_overhead.py``.
 """
 
 from __future__ import annotations

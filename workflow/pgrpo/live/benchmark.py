@@ -18,8 +18,10 @@ Per run and failure mode, with ``R`` the read interval in steps (``every`` x the
 
 The stop rules are :class:`pgrpo.live.reads.StopRules` (ours: flagged with severity at least medium at two
 consecutive reads; the toolkit's callback: one "critical", here ``high``, insight at one read, over its 200-row
-window). ``mode = all``: every mode in ``stop_on``; failed runs are those with any mode labelled yes, healthy runs
-those with none. Pure: reads in, rows and records out.
+window). Our stop lands one read after the read that decided it (``lag_reads = 1``), as the callback's default
+background reads do (``lag_reads = 0`` scores ``background=False``); the toolkit's callback reads synchronously
+(``lag_reads = 0``). ``mode = all``: every mode in ``stop_on``; failed runs are those with any mode labelled yes,
+healthy runs those with none. Pure: reads in, rows and records out.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, LiveRead, LiveSettings, StopRules
+from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead, LiveSettings, StopRules
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 SPLITS: tuple[str, ...] = ("planted", "dev", "holdout")
@@ -53,14 +55,23 @@ def live_settings(rule_set: str, every: int = 10, forecast_every: int = DEFAULT_
                         consecutive_reads=1, stop_severities=("high",))
 
 
+def default_lag_reads(rule_set: str) -> int:
+    """Reads by which a rule set's stop lags its deciding read: ours as the callback by default (background reads,
+    :data:`pgrpo.live.reads.DEFAULT_LAG_READS`), the toolkit's callback none (it reads on the trainer's thread)."""
+    return DEFAULT_LAG_READS if rule_set == "ours" else 0
+
+
 def first_stop(reads: Sequence[LiveRead], settings: LiveSettings, stop_on: Sequence[str],
-               stoppable: int) -> float | None:
+               stoppable: int, lag_reads: int = DEFAULT_LAG_READS) -> float | None:
     """The step where the stop rules with ``stop_on`` first stop, over the first ``stoppable`` reads (the read at
-    the end of training stops nothing), or None."""
+    the end of training stops nothing), or None. ``lag_reads`` (the callback's default 1: background reads): a
+    decision at read ``i`` stops at read ``i + lag_reads``'s step, nothing when that read is not a stoppable one
+    (it would be applied at the end of training)."""
     rules = StopRules(replace(settings, stop_on=tuple(stop_on), stop_if_plateau_below=None))
-    for read in reads[:stoppable]:
+    for index, read in enumerate(reads[:stoppable]):
         if rules.update(read) is not None:
-            return float(read.step)
+            lands = index + int(lag_reads)
+            return float(reads[lands].step) if lands < min(stoppable, len(reads)) else None
     return None
 
 
@@ -83,8 +94,10 @@ def reward_lost(steps: np.ndarray, rewards: np.ndarray, stop_step: float) -> flo
 
 def run_rows(name: str, split: str, labels: Mapping[str, Mapping[str, Any]], rule_set: str,
              reads: Sequence[LiveRead], settings: LiveSettings, stoppable: int, steps: np.ndarray,
-             rewards: np.ndarray) -> list[dict[str, Any]]:
-    """One row per mode (and ``all``) of one run under one rule set (module docstring)."""
+             rewards: np.ndarray, lag_reads: int | None = None) -> list[dict[str, Any]]:
+    """One row per mode (and ``all``) of one run under one rule set (module docstring); the stops land
+    ``lag_reads`` reads after the read that decided (:func:`first_stop`; None: :func:`default_lag_reads`)."""
+    lag_reads = default_lag_reads(rule_set) if lag_reads is None else int(lag_reads)
     steps = np.asarray(steps, float)
     first, last = float(steps[0]), float(steps[-1])
     span = max(last - first, 1.0)
@@ -92,7 +105,7 @@ def run_rows(name: str, split: str, labels: Mapping[str, Mapping[str, Any]], rul
     read_interval = settings.every * interval
     allowance = max(LATENCY_SHARE * span, LATENCY_READS * read_interval)
     base = {"log": name, "split": split, "rule_set": rule_set, "first_step": first, "last_step": last,
-            "read_interval": read_interval, "allowance": allowance, "reads": len(reads)}
+            "read_interval": read_interval, "allowance": allowance, "reads": len(reads), "lag_reads": lag_reads}
     rows = []
     for mode in (*MODES, "all"):
         if mode == "all":
@@ -110,7 +123,7 @@ def run_rows(name: str, split: str, labels: Mapping[str, Mapping[str, Any]], rul
             covered = any((r.modes.get(mode) or {}).get("flagged") is not None for r in reads)
             stop_on = (mode,)
         first_flag = float(flags[0]) if flags else None
-        stop = first_stop(reads, settings, stop_on, stoppable)
+        stop = first_stop(reads, settings, stop_on, stoppable, lag_reads)
         row = {**base, "mode": mode, "label": label, "label_onset": onset, "covered": covered,
                "first_flag": first_flag, "stop_step": stop, "latency": None, "latency_share": None,
                "latency_reads": None, "latency_ok": None, "saved_share": None, "reward_lost": None}

@@ -4,66 +4,118 @@ reads of :mod:`pgrpo.live.reads`), adds ``pgrpo/*`` keys to the trainer's logs, 
 live.json`` and ``live.html`` atomically, reads the configuration against Theorem 7 (Eq. 9-11) at the start and
 stops a run that is failing or cannot reach its target (``stop.json``, a checkpoint saved first).
 
+By default a read runs in one background worker process (:mod:`pgrpo.live.worker`) and is applied one read later,
+so the trainer waits for a read only if it took longer than ``every`` steps; ``background=False`` reads on the
+trainer's thread.
+
 A read never raises into the trainer: whatever fails prints one warning line and training goes on.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from transformers import TrainerCallback
 
-from pgrpo.atomic import write_json, write_text
-from pgrpo.live.page import live_html, live_payload
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
-    MIN_POINTS_FOR_K,
+    KEY_PREFIX,
     LiveRead,
     LiveSettings,
     StopRules,
     configuration_theory,
-    curves_from_history,
-    measured_theory,
-    read_curves,
     refresh_of,
+)
+from pgrpo.live.worker import (
+    BackgroundReader,
+    PageJob,
+    ReadRequest,
+    ReadResult,
+    WorkerFailed,
+    WorkerJob,
+    perform_read,
+    snapshot_history,
+    write_live_files,
 )
 
 _REWARD_KEYS = ("reward", "train/reward", "rewards/mean")
+
+#: the key naming the step a log's other ``pgrpo/*`` keys describe (one read earlier in background mode)
+READ_STEP_KEY = f"{KEY_PREFIX}read_step"
+
+
+@dataclass
+class ReadCost:
+    """What one read cost: ``on_log_seconds``, the time the trainer's thread spent in the callback at the log
+    event that submitted it (background: the snapshot and the submission, plus applying the read before it;
+    synchronous: the whole read and its writes), ``wait_seconds`` (background: blocked waiting for it at the next
+    read, 0 when it was done), and the read itself: ``read_cpu_seconds`` and ``read_seconds`` in the process that
+    made it (the worker in background mode)."""
+
+    step: float
+    background: bool
+    on_log_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    read_cpu_seconds: float = 0.0
+    read_seconds: float = 0.0
 
 
 class DynamicsCallback(TrainerCallback):
     """Every ``every`` logged training steps: the failure modes of ``pgrpo diagnose`` and the forecast of ``pgrpo
     forecast`` on ``state.log_history``; ``pgrpo/<mode>``, ``pgrpo/plateau``, ``pgrpo/plateau_lo80``,
-    ``pgrpo/plateau_hi80``, ``pgrpo/t90`` into the logs (so W&B, trackio and TensorBoard record them: the callback
-    moves itself ahead of the trackers at train begin); ``live.json``/``live.html`` under ``<output_dir>/pgrpo``
-    (default: the trainer's ``output_dir``). ``stop_on``: modes that stop training when flagged (severity at least
-    medium) at two consecutive reads; ``stop_if_plateau_below``: stop when the forecast plateau's upper 80% bound
-    is below it at two consecutive reads. ``reward_range`` and ``max_completion_length`` (default: the trainer's
-    ``args.max_completion_length``) are what ``pgrpo diagnose`` takes on its command line. ``forecast_every``: the
-    forecast runs at every this many reads (default 3; 1: every read), the reads between diagnose only and carry the
-    latest forecast forward, which keeps a read's cost under 1% of training (benchmarks/live/bench_overhead.py)."""
+    ``pgrpo/plateau_hi80``, ``pgrpo/t90`` and ``pgrpo/read_step`` (the step they describe) into the logs (so W&B,
+    trackio and TensorBoard record them: the callback moves itself ahead of the trackers at train begin);
+    ``live.json``/``live.html`` under ``<output_dir>/pgrpo`` (default: the trainer's ``output_dir``). ``stop_on``:
+    modes that stop training when flagged (severity at least medium) at two consecutive reads;
+    ``stop_if_plateau_below``: stop when the forecast plateau's upper 80% bound is below it at two consecutive
+    reads. ``reward_range`` and ``max_completion_length`` (default: the trainer's ``args.max_completion_length``)
+    are what ``pgrpo diagnose`` takes on its command line. ``forecast_every``: the forecast runs at every this many
+    reads (default 3; 1: every read), the reads between diagnose only and carry the latest forecast forward.
+
+    ``background`` (default True): the read made at a read step runs in ONE worker process (started at train
+    begin, so that its start-up overlaps the first steps; it never imports torch or transformers) on a snapshot of
+    the log, while training goes on. Read ``n`` is applied (its keys into the log, the stop rules, the K line) at
+    read ``n + 1``'s log event, which waits for it only if it is not done yet, and the worker writes its
+    ``live.json``/``live.html`` as it starts read ``n + 1``; so the keys in a log describe the read one read
+    earlier (``pgrpo/read_step``), and **a stop lands one read later than in synchronous mode**: ``stop.json``'s
+    ``read_step`` is the step of the read that decided, ``step`` the step where training stopped. Under
+    ``accelerate launch`` every rank has its own worker and applies read ``n`` at read ``n + 1``, so every rank
+    stops at the same step. At train end the pending read is applied and the final read made; a decision that
+    lands after training ended stops nothing. If the worker cannot start or fails, one warning line says so and
+    the reads go on synchronously. ``background=False``: each read runs on the trainer's thread at its own step
+    and a stop lands at the read that decided (``pgrpo replay --synchronous`` models it; ``pgrpo replay`` models
+    the default). The cost of each read is in ``costs`` (:class:`ReadCost`; benchmarks/live/bench_overhead.py)."""
 
     def __init__(self, every: int = 10, stop_on: Sequence[str] = (), stop_if_plateau_below: float | None = None,
                  reward_range: Sequence[float] | None = None, max_completion_length: int | None = None,
                  output_dir: str | None = None, verbose: bool = True,
-                 forecast_every: int = DEFAULT_FORECAST_EVERY):
+                 forecast_every: int = DEFAULT_FORECAST_EVERY, background: bool = True):
         self.settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                                      tuple(reward_range) if reward_range is not None else None,
                                      max_completion_length, int(forecast_every))
         self.output_dir = output_dir
         self.verbose = verbose
+        self.background = bool(background)
         self.reads: list[LiveRead] = []
         self.theory: dict[str, Any] = {}
         self.stopped: dict[str, Any] | None = None
         self.meta: dict[str, Any] = {}
         self.warnings: list[str] = []
+        self.costs: list[ReadCost] = []
+        #: the worker's process id once started (None: synchronous, or not started yet)
+        self.worker_pid: int | None = None
         self._rules = StopRules(self.settings)
         self._logged = 0
         self._last_read_step: float | None = None
         self._total_steps: float | None = None
         self._batch: float | None = None
+        self._worker: BackgroundReader | None = None
+        self._pending_cost: ReadCost | None = None
+        self._sent, self._sent_last = 0, None  # the log entries the worker has, and the last of them
 
     # ---- the trainer's events ------------------------------------------------------------------------------
 
@@ -83,6 +135,13 @@ class DynamicsCallback(TrainerCallback):
             self._say(self.theory["configuration"]["line"], state)
         except Exception as error:  # noqa: BLE001 - never into the trainer
             self._warn(f"could not read the configuration against Theorem 7: {type(error).__name__}: {error}", state)
+        if self.background:  # started now, so that its start-up (imports) overlaps the first steps, not a read
+            self._worker = self._worker or BackgroundReader()
+            try:
+                self._worker.start()
+                self.worker_pid = self._worker.pid
+            except WorkerFailed as failure:
+                self._worker_failed(failure, state, starting=True)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not any(k in logs for k in _REWARD_KEYS) or self.stopped:
@@ -90,62 +149,181 @@ class DynamicsCallback(TrainerCallback):
         self._logged += 1
         if self._logged % self.settings.every:
             return control
-        read = self._read(args, state)
-        if read is None:
-            return control
+        started = time.perf_counter()
+        if self.background:
+            self._background_read_step(args, state, control, logs)
+        else:
+            result = perform_read(self._request(state))
+            cost = ReadCost(float(state.global_step), False)
+            read = self._apply(args, state, control, result, cost, logs)
+            if read is not None:
+                self._write(args, state, read)
+            cost.on_log_seconds = time.perf_counter() - started
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        try:
+            if self._worker is not None and self._worker.pending is not None:
+                read = self._collect_and_apply(args, state, control, None)
+                if read is not None:
+                    self._write(args, state, read)
+            if self._last_read_step is not None and self._last_read_step >= state.global_step:
+                return control
+            cost = ReadCost(float(state.global_step), self.background)
+            read = None
+            if self.background and self._worker is not None and self._worker.running:
+                job, request = self._job(state, None)
+                try:
+                    self._worker.submit(job, request)
+                    self._pending_cost = cost
+                    read = self._collect_and_apply(args, state, control, None)
+                except WorkerFailed as failure:
+                    self._worker_failed(failure, state)
+                    read = self._apply(args, state, control, perform_read(request), cost, None)
+            else:
+                read = self._apply(args, state, control, perform_read(self._request(state)), cost, None)
+            if read is not None:
+                self._write(args, state, read)
+        except Exception as error:  # noqa: BLE001 - never into the trainer
+            self._warn(f"the read at train end failed: {type(error).__name__}: {error}", state)
+        finally:
+            self.close()
+        return control
+
+    def close(self) -> None:
+        """Shut the background worker down (at train end; also when the callback is garbage-collected and at
+        interpreter exit). A later read starts a new one."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        self._sent, self._sent_last = 0, None
+
+    # ---- the work ---------------------------------------------------------------------------------------------
+
+    def _request(self, state) -> ReadRequest:
+        """What the next read needs, with the whole log (the previous read has been applied by now: its forecast
+        is carried forward, and the number of reads so far decides whether this one forecasts)."""
+        return ReadRequest(state.log_history, self.settings, dict(self.meta), self._total_steps, self._batch,
+                           len(self.reads), self.reads[-1] if self.reads else None,
+                           "measured" not in self.theory, int(state.global_step))
+
+    def _job(self, state, page: PageJob | None) -> tuple[WorkerJob, ReadRequest]:
+        """The worker's job for the next read: the log entries it does not have yet (and the last one it has,
+        which a later callback may have added keys to), plain, or the whole log when it was changed otherwise
+        than by appending (its last entry sent is no longer where it was); and the same read with the whole log
+        (a shallow copy of the list), made in-process if the worker loses it."""
+        log = state.log_history
+        end = len(log)
+        appended = 0 < self._sent <= end and log[self._sent - 1] is self._sent_last
+        start = self._sent - 1 if appended else 0  # the whole log again if it was not only appended to
+        request = self._request(state)
+        request.history = log[:end]
+        job = WorkerJob(replace(request, history=snapshot_history(log[start:end]), history_start=start,
+                                previous=None), page)
+        self._sent, self._sent_last = end, log[end - 1] if end else None
+        return job, request
+
+    def _page_job(self, args, state) -> PageJob | None:
+        """The files of the read just applied, for the worker to write (rank 0 only)."""
+        if not state.is_world_process_zero:
+            return None
+        return PageJob(str(self._folder(args)), self.settings, dict(self.theory), None, self._total_steps)
+
+    def _background_read_step(self, args, state, control, logs) -> None:
+        """Read ``n + 1``'s log event: apply read ``n`` (waiting for it if it is not done) into this log, then send
+        read ``n + 1`` to the worker with read ``n``'s files to write, unless read ``n`` stopped the run (its files
+        are written here, and the final read at train end is at this step). If the worker cannot take it, read
+        ``n + 1`` is made here and now, and so are the reads after it."""
+        started = time.perf_counter()
+        read = None
+        if self._worker is not None and self._worker.pending is not None:
+            read = self._collect_and_apply(args, state, control, logs)
+        cost = ReadCost(float(state.global_step), self.background)
+        if self.stopped or not self.background:  # stopped, or the worker failed just now
+            if read is not None:
+                self._write(args, state, read)
+            if self.stopped:
+                return
+            request = self._request(state)
+        else:
+            starting = self._worker is None or not self._worker.running
+            self._worker = self._worker or BackgroundReader()
+            job, request = self._job(state, self._page_job(args, state) if read is not None else None)
+            try:
+                self._worker.submit(job, request)
+                self.worker_pid = self._worker.pid or self.worker_pid
+                self._pending_cost = cost
+                cost.on_log_seconds = time.perf_counter() - started
+                return
+            except WorkerFailed as failure:
+                self._worker_failed(failure, state, starting)
+                cost.background = False
+                if read is not None:  # the files the worker was to write
+                    self._write(args, state, read)
+        read = self._apply(args, state, control, perform_read(request), cost, logs)
+        if read is not None:
+            self._write(args, state, read)
+        cost.on_log_seconds = time.perf_counter() - started
+
+    def _collect_and_apply(self, args, state, control, logs) -> LiveRead | None:
+        cost = self._pending_cost or ReadCost(float(state.global_step), True)
+        self._pending_cost = None
+        try:
+            collected = self._worker.collect()
+        except WorkerFailed as failure:  # lost in the worker: made here instead, no read dropped
+            self._worker_failed(failure, state)
+            request = getattr(failure, "request", None)
+            return self._apply(args, state, control, perform_read(request), cost, logs, 1) if request else None
+        if collected is None:
+            return None
+        result, cost.wait_seconds = collected
+        if result.page_error:
+            self._warn(result.page_error, state)
+        return self._apply(args, state, control, result, cost, logs, 1)
+
+    def _worker_failed(self, failure: WorkerFailed, state, starting: bool = False) -> None:
+        what = "could not start" if starting else "failed"
+        self._warn(f"the background worker {what} ({failure}): reads are synchronous from now on", state)
+        self.close()
+        self.background = False
+
+    def _apply(self, args, state, control, result: ReadResult, cost: ReadCost, logs,
+               lag_reads: int = 0) -> LiveRead | None:
+        """A read's result into the callback: the reads, the K line, the keys into ``logs`` (the current log
+        event's; None at train end: nothing is left to stop) and its ``log_history`` entry, the stop rules.
+        ``lag_reads``: 1 when the read is applied at the next read's log event (background), 0 at its own."""
+        cost.read_cpu_seconds, cost.read_seconds = result.cpu_seconds, result.seconds
+        self.costs.append(cost)
+        if result.read is None:
+            self._warn(f"read at step {result.global_step} skipped: {result.error}", state)
+            return None
+        read = result.read
+        self._last_read_step = read.step
+        self.reads.append(read)
+        for line in read.errors:
+            self._warn(line, state)
+        if result.measured is not None and "measured" not in self.theory:
+            self.theory["measured"] = result.measured
+            self._say(result.measured["line"], state)
+        elif result.measured_error:
+            self._warn(f"K from the early slope: {result.measured_error}", state)
+        self._say(read.verdict_line(), state)
+        if logs is None:  # train end: no log event left; the read is in live.json
+            return read
         keys = read.log_keys()
+        keys[READ_STEP_KEY] = float(read.step)
         logs.update(keys)  # the trackers after this callback record them
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(keys)
         decision = self._rules.update(read)
         if decision is not None:
-            self.stopped = decision.to_dict()
+            self.stopped = {**decision.to_dict(), "read_step": float(decision.step),
+                            "step": float(state.global_step), "lag_reads": int(lag_reads)}
             control.should_save = True  # the checkpoint first, then the stop
             control.should_training_stop = True
-            self._say(f"stopping: {decision.reason}", state)
-        self._write(args, state, read)
-        return control
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if self._last_read_step is not None and self._last_read_step >= state.global_step:
-            return control
-        read = self._read(args, state)
-        if read is not None:
-            self._write(args, state, read)
-        return control
-
-    # ---- the work ---------------------------------------------------------------------------------------------
-
-    def _read(self, args, state) -> LiveRead | None:
-        try:
-            curves = curves_from_history(state.log_history, "state.log_history", self.meta)
-            forecast = self.settings.forecasts_at(len(self.reads))
-            read = read_curves(curves, self.settings, self._total_steps, self._batch, forecast,
-                               self.reads[-1] if self.reads else None)
-        except Exception as error:  # noqa: BLE001 - a log it cannot read: one warning line, training goes on
-            self._warn(f"read at step {state.global_step} skipped: {type(error).__name__}: {error}", state)
-            return None
-        self._last_read_step = read.step
-        self.reads.append(read)
-        for line in read.errors:
-            self._warn(line, state)
-        if "measured" not in self.theory and self.meta.get("eta"):
-            steps, values, _ = curves.series("reward")
-            if steps.size >= MIN_POINTS_FOR_K:
-                try:
-                    self.theory["measured"] = measured_theory(steps, values, self.meta["eta"], self.meta["mu"],
-                                                              self.meta["k_ref"])
-                    self._say(self.theory["measured"]["line"], state)
-                except Exception as error:  # noqa: BLE001
-                    self._warn(f"K from the early slope: {type(error).__name__}: {error}", state)
-        self._say(read.verdict_line(), state)
+            lag = f" (decided by the read at step {decision.step:g})" if lag_reads else ""
+            self._say(f"stopping at step {state.global_step}{lag}: {decision.reason}", state)
         return read
-
-    def _curve_frame(self, state):
-        """The logged reward so far (train entries of ``state.log_history``), for the page's curve."""
-        rows = [(e["step"], e["reward"]) for e in state.log_history
-                if isinstance(e, dict) and "reward" in e and "step" in e]
-        return {"step": [r[0] for r in rows], "reward": [r[1] for r in rows]} if rows else None
 
     def _folder(self, args) -> Path:
         return Path(self.output_dir or args.output_dir) / "pgrpo"
@@ -154,13 +332,8 @@ class DynamicsCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         try:
-            folder = self._folder(args)
-            payload = live_payload(read, self.settings, self.reads, self.theory, self.stopped, "state.log_history",
-                                   self._total_steps, curve=self._curve_frame(state))
-            write_json(folder / "live.json", payload)
-            write_text(folder / "live.html", live_html(payload))
-            if self.stopped:
-                write_json(folder / "stop.json", self.stopped)
+            write_live_files(self._folder(args), read, self.settings, self.reads, self.theory, self.stopped,
+                             self._total_steps, state.log_history)
         except Exception as error:  # noqa: BLE001
             self._warn(f"could not write live.json: {type(error).__name__}: {error}", state)
 

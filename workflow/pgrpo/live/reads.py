@@ -44,6 +44,10 @@ MIN_POINTS_FOR_K = 10
 #: that diagnoses costs ~0.05 s, one that also forecasts ~0.2-0.6 s on one core)
 DEFAULT_FORECAST_EVERY = 3
 
+#: reads by which the callback's stop lags the read that decided it by default: its reads run in a background
+#: worker and read ``n`` is applied at read ``n + 1`` (0: ``background=False``, the stop at the deciding read)
+DEFAULT_LAG_READS = 1
+
 
 @dataclass(frozen=True)
 class LiveSettings:

@@ -17,6 +17,7 @@ from pgrpo.errors import InputError
 from pgrpo.live.page import live_html, live_payload
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
+    DEFAULT_LAG_READS,
     MIN_POINTS_FOR_K,
     LiveRead,
     LiveSettings,
@@ -48,12 +49,19 @@ def _total_steps(curves: RunCurves, total_steps: float | None) -> float:
 
 
 def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | None = None,
-                  progress: bool = False) -> dict[str, Any]:
+                  progress: bool = False, lag_reads: int = DEFAULT_LAG_READS) -> dict[str, Any]:
     """The callback over a saved run: a read after every ``every``-th logged training step (and one at the last
     step, as the callback's read at train end), each on what had been logged by then, forecasting on the callback's
     schedule (``settings.forecast_every``); the stop rules applied as live (the first stop ends the replay).
-    Returns ``{every, reads, first_flagged, stopped, ...}`` (and, for callers in Python, ``_reads``: the
-    :class:`LiveRead` records, ``_last``: the last)."""
+
+    ``lag_reads``: 1 (the callback's default, background reads) applies read ``n`` at read ``n + 1``'s step, so a
+    decision made at read ``n`` stops at read ``n + 1``'s step (``stopped.read_step`` is read ``n``'s), where the
+    callback makes its last read; a decision whose next read would be the one at the end of training stops nothing.
+    0 (``background=False``): the stop is at the read that decided. Returns ``{every, lag_reads, reads,
+    first_flagged, stopped, ...}`` (and, for callers in Python, ``_reads``: the :class:`LiveRead` records,
+    ``_last``: the last)."""
+    if isinstance(lag_reads, bool) or lag_reads not in (0, 1):
+        raise InputError(f"replay lag_reads: must be 0 (synchronous) or 1 (background), got {lag_reads!r}")
     total = _total_steps(curves, total_steps)
     steps = training_steps(curves)
     if steps.size == 0:
@@ -64,6 +72,7 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
     reads: list[LiveRead] = []
     first_flagged: dict[str, float] = {}
     stopped = None
+    decided = None  # (the decision, the index of the read that made it), waiting for its read to apply it
     theory, config = _theory(curves.meta)
     for index, step in enumerate(points + ([final] if not points or points[-1] != final else [])):
         view = curves_up_to(curves, float(step))
@@ -78,13 +87,19 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
             s, v, _ = view.series("reward")
             if s.size >= MIN_POINTS_FOR_K:
                 theory["measured"] = measured_theory(s, v, *config)
+        if decided is not None:  # applied at this read's step: training stops here, this is its last read
+            stopped = {**decided.to_dict(), "read_step": decided.step, "step": float(step)}
+            break
         if index < len(points):  # the read at the end of training stops nothing
             decision = rules.update(read)
-            if decision is not None:
-                stopped = decision.to_dict()
+            if decision is not None and lag_reads == 0:
+                stopped = {**decision.to_dict(), "read_step": decision.step}
                 break
-    return plain({"every": settings.every, "source": curves.source, "total_steps": total,
-                  "last_step": float(curves.last_step), "settings": settings.to_dict(),
+            if decision is not None and index + 1 < len(points):
+                decided = decision
+            # a decision at the last such read would be applied at the end of training: it stops nothing
+    return plain({"every": settings.every, "lag_reads": int(lag_reads), "source": curves.source,
+                  "total_steps": total, "last_step": float(curves.last_step), "settings": settings.to_dict(),
                   "reads": [{"step": r.step, "modes": {m: {"flagged": v.get("flagged"), "onset_step":
                                                             v.get("onset_step"), "severity": v.get("severity")}
                                                         for m, v in r.modes.items()},
@@ -92,7 +107,8 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                              "seconds": r.seconds, "errors": r.errors}
                             for r in reads],
                   "first_flagged": first_flagged,
-                  "stopped": ({k: stopped[k] for k in ("step", "mode", "reason", "onset_step", "severity")}
+                  "stopped": ({k: stopped[k] for k in ("step", "read_step", "mode", "reason", "onset_step",
+                                                       "severity")}
                               if stopped else None),
                   "theory": theory, "_last": reads[-1], "_reads": reads})
 
@@ -104,9 +120,12 @@ def _read_meta(meta_json: str | None) -> dict[str, Any] | None:
 def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop_if_plateau_below: float | None = None,
                out_json: str | None = None, meta_json: str | None = None, reward_range: Sequence[float] | None = None,
                max_completion_length: int | None = None, total_steps: float | None = None,
-               quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY) -> dict[str, Any]:
+               quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY,
+               lag_reads: int = DEFAULT_LAG_READS) -> dict[str, Any]:
     """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
-    printing one verdict line per read; ``out_json`` gets the replay's JSON."""
+    printing one verdict line per read; ``out_json`` gets the replay's JSON. ``lag_reads``: 1 models the
+    callback's default (background reads: a stop one read after the read that decided), 0 ``background=False``
+    (``pgrpo replay --synchronous``)."""
     meta = _read_meta(meta_json)
     if meta is None:
         beside = resolve_log_path(log_path).parent / "meta.json"
@@ -115,7 +134,7 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
                             tuple(reward_range) if reward_range else None,
                             max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every))
     curves = log_curves(log_path, meta, None, allow_non_finite=True)
-    result = replay_curves(curves, settings, total_steps, progress=not quiet)
+    result = replay_curves(curves, settings, total_steps, progress=not quiet, lag_reads=lag_reads)
     result.pop("_last"), result.pop("_reads")
     if out_json:
         write_json(out_json, result)

@@ -30,6 +30,10 @@ def add_commands(commands: Commands) -> None:
                                                      "the last logged step)")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read, as the "
                                                                  "callback does (default 3; 1: every read)")
+    p.add_argument("--synchronous", action="store_true",
+                   help="model DynamicsCallback(background=False): a stop at the read that decided it (default: "
+                        "the callback's background reads, read n applied at read n+1, so a stop lands one read "
+                        "later)")
     p.add_argument("--quiet", action="store_true", help="no verdict line per read")
 
     p = commands.add("watch", USER_TOOLS, "watch a run started without the callback: re-read its newest log, one "
@@ -72,11 +76,15 @@ def _replay(args):
                              stop_if_plateau_below=args.stop_if_plateau_below, out_json=args.json,
                              meta_json=args.meta, reward_range=args.reward_range,
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
-                             quiet=args.quiet, forecast_every=args.forecast_every)
+                             quiet=args.quiet, forecast_every=args.forecast_every,
+                             lag_reads=0 if args.synchronous else 1)
     first = ", ".join(f"{m} at step {s:g}" for m, s in result["first_flagged"].items()) or "no mode flagged"
     stopped = result["stopped"]
-    print(f"replay of {args.log}: {len(result['reads'])} reads every {args.every} logged steps; first flagged: "
-          f"{first}; " + (f"stopped at step {stopped['step']:g} ({stopped['reason']})" if stopped else "not stopped"))
+    decided = (f", decided by the read at step {stopped['read_step']:g}"
+               if stopped and stopped.get("read_step") != stopped["step"] else "")
+    print(f"replay of {args.log}: {len(result['reads'])} reads every {args.every} logged steps"
+          f"{' (synchronous)' if args.synchronous else ''}; first flagged: {first}; "
+          + (f"stopped at step {stopped['step']:g}{decided} ({stopped['reason']})" if stopped else "not stopped"))
 
 
 def _watch(args):
