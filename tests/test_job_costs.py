@@ -122,3 +122,17 @@ def test_bad_inputs_name_the_file(tmp_path):
         run_job_costs(str(graph), str(tmp_path), str(tmp_path / "m.md"), str(tmp_path / "c.csv"))
     with pytest.raises(InputError):
         run_job_costs(str(tmp_path / "none.json"), str(tmp_path), str(tmp_path / "m.md"), str(tmp_path / "c.csv"))
+
+
+def test_the_cores_of_a_run_without_a_total_are_not_recorded():
+    from pgrpo.stages.job_costs import workflow_cores
+
+    class Local:
+        cores = 2
+
+    class Cluster:  # snakemake's executor plugins define no total: reading it raises
+        @property
+        def cores(self):
+            raise RuntimeError("Workflow requires a total number of cores to be defined")
+
+    assert workflow_cores(Local()) == 2 and workflow_cores(Cluster()) is None

@@ -2,7 +2,7 @@
 # through the DAG, from every job's benchmark file. The DAG's jobs (rule, benchmark file, inputs, outputs) are
 # written when a run starts (onstart, after Snakemake built the DAG), so rule job_costs reads no file that a job
 # writes after its own inputs: it waits for every target and never makes itself stale.
-from pgrpo.stages.job_costs import write_job_graph  # noqa: E402
+from pgrpo.stages.job_costs import workflow_cores, write_job_graph  # noqa: E402
 
 JOB_GRAPH = "results/costs/job_graph.json"
 JOB_COSTS = "results/costs/summary.json"
@@ -23,7 +23,7 @@ onstart:
             for job in workflow.dag.jobs
         ),
         JOB_GRAPH,
-        cores=workflow.cores,
+        cores=workflow_cores(workflow),
     )
 
 

@@ -33,6 +33,15 @@ def write_job_graph(jobs: Iterable[Mapping], path: str, cores: int | None = None
                              "jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
 
 
+def workflow_cores(workflow) -> int | None:
+    """The cores a Snakemake run was given (``--cores``), or None where it has no total (a cluster executor)."""
+    try:
+        cores = workflow.cores
+    except Exception:  # noqa: BLE001 - snakemake raises WorkflowError when no total number of cores is defined
+        return None
+    return cores if isinstance(cores, int) and cores > 0 else None
+
+
 def run_started(graph_json: str) -> tuple[float | None, int | None]:
     """When the run that wrote ``graph_json`` started (epoch seconds) and on how many cores (None: not recorded)."""
     data = atomic.read_json(graph_json, "the job graph (written when the run started)")
