@@ -103,6 +103,7 @@ def test_stage_reads_the_graph_and_the_benchmark_files(tmp_path):
     text = md.read_text()
     assert "**40 s** over 2 jobs" in text and "not measured (no benchmark file): evaluate/tiny" in text
     assert "elapsed: **90 s** (1.5 min) of wall-clock on 2 cores" in text  # the run's own start and cores
+    assert "that run executed 2 of the 2 jobs" in text  # needrun defaults to True: train, build (+ evaluate unmeasured)
     totals = json.loads(summary.read_text())
     assert (totals["jobs"], totals["job_seconds"], totals["critical_path_seconds"], totals["cores"],
             totals["elapsed_seconds"]) == (2, 40.0, 139.0, 2, 90.0)
@@ -136,3 +137,18 @@ def test_the_cores_of_a_run_without_a_total_are_not_recorded():
             raise RuntimeError("Workflow requires a total number of cores to be defined")
 
     assert workflow_cores(Local()) == 2 and workflow_cores(Cluster()) is None
+
+
+def test_the_elapsed_time_says_how_many_jobs_the_run_executed(tmp_path):
+    bench = tmp_path / "benchmarks"
+    _bench(bench / "a.tsv", 10.0)
+    _bench(bench / "b.tsv", 20.0)
+    graph = tmp_path / "graph.json"
+    write_job_graph([  # a partial re-run: a was done before, this run executed b alone
+        {"rule": "a", "benchmark": str(bench / "a.tsv"), "inputs": [], "outputs": ["x"], "needrun": False},
+        {"rule": "b", "benchmark": str(bench / "b.tsv"), "inputs": ["x"], "outputs": ["y"], "needrun": True},
+    ], str(graph), cores=2, started_at=0.0)
+    md, summary = tmp_path / "c.md", tmp_path / "c.json"
+    run_job_costs(str(graph), str(bench), str(md), str(tmp_path / "c.csv"), out_json=str(summary), now=25.0)
+    assert "that run executed 1 of the 2 jobs" in md.read_text()
+    assert json.loads(summary.read_text())["jobs_run"] == 1

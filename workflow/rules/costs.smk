@@ -12,6 +12,7 @@ JOB_COSTS = "results/costs/summary.json"
 onstart:
     check_executor_plugin()
     clear_input_errors()
+    needrun = set(workflow.dag.needrun_jobs(exclude_finished=False))
     write_job_graph(
         (
             {
@@ -19,6 +20,7 @@ onstart:
                 "benchmark": job.benchmark,
                 "inputs": list(job.input),
                 "outputs": list(job.output),
+                "needrun": job in needrun,
             }
             for job in workflow.dag.jobs
         ),

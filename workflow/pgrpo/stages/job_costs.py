@@ -23,11 +23,13 @@ NOT_COUNTED = ("all", "job_costs")
 
 def write_job_graph(jobs: Iterable[Mapping], path: str, cores: int | None = None,
                     started_at: float | None = None) -> None:
-    """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``) as JSON, atomically, with the time the run
-    started (``started_at``, seconds since the epoch; default now) and the cores it was given."""
+    """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``, ``needrun``: whether this run executes it)
+    as JSON, atomically, with the time the run started (``started_at``, seconds since the epoch; default now) and the
+    cores it was given."""
     records = [{"rule": str(j["rule"]), "benchmark": str(j["benchmark"]) if j.get("benchmark") else None,
                 "inputs": sorted(str(f) for f in j.get("inputs") or ()),
-                "outputs": sorted(str(f) for f in j.get("outputs") or ())} for j in jobs]
+                "outputs": sorted(str(f) for f in j.get("outputs") or ()),
+                "needrun": bool(j.get("needrun", True))} for j in jobs]
     atomic.write_json(path, {"started_at": time.time() if started_at is None else float(started_at),
                              "cores": int(cores) if cores else None,
                              "jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
@@ -48,6 +50,15 @@ def run_started(graph_json: str) -> tuple[float | None, int | None]:
     started, cores = data.get("started_at"), data.get("cores")
     return (float(started) if isinstance(started, (int, float)) else None,
             int(cores) if isinstance(cores, int) and cores > 0 else None)
+
+
+def jobs_run(graph_json: str, benchmarks_dir: str, table: CostTable) -> int | None:
+    """How many of the table's jobs the run that wrote ``graph_json`` executed itself (None: not recorded)."""
+    records = atomic.read_json(graph_json, "the job graph (written when the run started)").get("jobs") or []
+    if not all("needrun" in r for r in records):
+        return None
+    counted, root = {j.name for j in table.jobs}, Path(benchmarks_dir)
+    return sum(1 for r in records if r["needrun"] and _job_name(r, root) in counted)
 
 
 def benchmark_seconds(path: Path) -> float | None:
@@ -129,11 +140,12 @@ def run_job_costs(graph_json: str, benchmarks_dir: str, out_md: str, out_csv: st
     cores = cores or run_cores or 2
     elapsed = None if started is None else max(0.0, (time.time() if now is None else now) - started)
     table = cost_table(planned_seconds(load_jobs(graph_json, benchmarks_dir), config), exclude_rules=NOT_COUNTED)
-    atomic.write_text(out_md, cost_markdown(table, cores, elapsed) + "\n")
+    ran = jobs_run(graph_json, benchmarks_dir, table)
+    atomic.write_text(out_md, cost_markdown(table, cores, elapsed, ran) + "\n")
     columns = ["job", "rule", "seconds", "share", "critical_path", "planned_seconds"]
     atomic.write_csv(out_csv, pd.DataFrame(job_rows(table), columns=columns))
     if out_json:
-        atomic.write_json(out_json, cost_summary(table, cores, elapsed))
+        atomic.write_json(out_json, {**cost_summary(table, cores, elapsed), "jobs_run": ran})
     print(f"job-seconds {table.total_seconds:.0f} s over {len(table.jobs)} jobs; critical path "
           f"{table.critical_path_seconds:.0f} s; on {cores} cores >= {table.wall_lower_bound(cores):.0f} s")
     return table

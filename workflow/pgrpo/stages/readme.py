@@ -289,7 +289,7 @@ def cost_facts(summary_json: str) -> dict:
     missing = [k for k in keys if k not in data]
     if missing:
         raise InputError(f"{summary_json}: no {', '.join(missing)}")
-    return {**{k: data[k] for k in keys},
+    return {**{k: data[k] for k in keys}, "jobs_run": data.get("jobs_run"),
             "rules": [{k: r[k] for k in ("rule", "jobs", "seconds", "share")} for r in data.get("rules", [])[:3]]}
 
 

@@ -173,7 +173,8 @@ def _cost_headline(costs: Mapping[str, Any]) -> dict[str, Any]:
                                          _value("job-seconds", costs["job_seconds"], of=costs["jobs"]),
                                          _value("critical path", costs["critical_path_seconds"],
                                                 of=costs["critical_path_jobs"])],
-            "cores": costs["cores"], "costliest": (costs.get("rules") or [None])[0]}
+            "cores": costs["cores"], "jobs_run": costs.get("jobs_run"),
+            "costliest": (costs.get("rules") or [None])[0]}
 
 
 def headline_facts(facts: Mapping[str, Any]) -> list[dict[str, Any]]:

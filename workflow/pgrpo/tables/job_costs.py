@@ -26,14 +26,20 @@ def cost_summary(table: CostTable, cores: int, elapsed_seconds: float | None = N
             "rules": [{"rule": r.rule, "jobs": r.jobs, "seconds": r.seconds, "share": r.share} for r in table.rules]}
 
 
-def cost_markdown(table: CostTable, cores: int, elapsed_seconds: float | None = None) -> str:
+def ran_words(jobs_run: int | None, jobs: int) -> str:
+    """Which jobs an elapsed time covers: the run's own, of the table's."""
+    return "" if jobs_run is None else f"; that run executed {jobs_run} of the {jobs} jobs (the others were done)"
+
+
+def cost_markdown(table: CostTable, cores: int, elapsed_seconds: float | None = None,
+                  jobs_run: int | None = None) -> str:
     """Totals, the critical path, then per rule and per job: seconds and share of the job-seconds."""
     lines = [
         "# Where the main job's time goes",
         "",
         *([f"- elapsed: **{elapsed_seconds:.0f} s** ({elapsed_seconds / 60:.1f} min) of wall-clock on {cores} "
-           "cores, from the start of the run that wrote this table to the table"] if elapsed_seconds is not None
-          else []),
+           f"cores, from the start of the run that wrote this table to the table{ran_words(jobs_run, len(table.jobs))}"]
+          if elapsed_seconds is not None else []),
         f"- job-seconds: **{table.total_seconds:.0f} s** over {len(table.jobs)} jobs "
         f"({table.total_seconds / 60:.1f} min of one core)",
         f"- critical path through the DAG: **{table.critical_path_seconds:.0f} s** over "

@@ -99,7 +99,9 @@ def _job_time(h: Mapping[str, Any]) -> str:
 
 def _main_job(h: Mapping[str, Any]) -> str:
     elapsed, job_seconds, critical = h["values"]
-    text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores · "
+    ran = h.get("jobs_run")
+    text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores"
+            + (f" (running {ran} of the jobs)" if ran is not None and ran != h["values"][1]["of"] else "") + " · "
             if elapsed.get("value") is not None else "")
     text += (f"{fmt(job_seconds['value'] / 60, '.1f')} min of job-seconds over {job_seconds['of']} jobs · critical "
              f"path {fmt(critical['value'] / 60, '.1f')} min")

@@ -510,8 +510,10 @@ def _costs(costs: Mapping[str, Any]) -> list[str]:
     lines = ["The run's cost table (`results/costs/job_costs.md`; how it is made: [Where the time goes]"
              "(performance.md)):", ""]
     if elapsed is not None:
+        ran = costs.get("jobs_run")
         lines.append(f"- elapsed: **{fmt(elapsed / 60, '.1f')} min** of wall-clock on {costs['cores']} cores, from "
-                     "the run's start to its cost table (the README's summary after it takes seconds);")
+                     "the run's start to its cost table (the README's summary after it takes seconds)"
+                     + (f"; that run executed {ran} of the {costs['jobs']} jobs" if ran is not None else "") + ";")
     lines += [f"- job-seconds: **{fmt(costs['job_seconds'] / 60, '.1f')} min** over {costs['jobs']} jobs;",
               f"- critical path through the DAG: **{fmt(costs['critical_path_seconds'] / 60, '.1f')} min** over "
               f"{costs['critical_path_jobs']} jobs; on {costs['cores']} cores no run takes less than "
