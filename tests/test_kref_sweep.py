@@ -248,3 +248,50 @@ def test_noise_sd_of_white_noise_on_a_trend():
     rng = np.random.default_rng(7)
     y = np.linspace(0, 1, 20000) + rng.normal(0, 0.05, 20000)
     assert noise_sd(y) == pytest.approx(0.05, rel=0.03)
+
+
+def test_a_baseline_row_trains_at_the_baseline_rate_without_its_own_cell():
+    from pgrpo.fit.kref_sweep import bracketing_grid
+
+    # K = 0.0125, mu = 0.8: the threshold row puts K eta K_ref = 0.2 at sqrt(16 x 64) = 32, eta = 0.2 / (0.0125 x 32)
+    grid = bracketing_grid(0.0125, 0.8, (1, 4, 16, 64), (0.1, 10.0), ("baseline", "threshold"),
+                           baseline_learning_rate=0.3)
+    assert grid.learning_rates == (0.3, 0.5)
+    assert grid.cells == [(0.3, 4), (0.3, 16), (0.3, 64), (0.5, 1), (0.5, 4), (0.5, 16), (0.5, 64)]
+    lo, hi = grid.span  # 0.0125 x 0.5 x 1 / 0.2 and 0.0125 x 0.5 x 64 / 0.2 over the trained cells
+    assert lo == pytest.approx(0.03125) and hi == pytest.approx(2.0)
+    assert grid.threshold_k_refs == pytest.approx((0.2 / (0.0125 * 0.3), 32.0))
+    # a row that rounds to the baseline's rate is trained once
+    same = bracketing_grid(0.0125, 0.8, (1, 4, 16, 64), (0.1, 10.0), ("baseline", "threshold"),
+                           baseline_learning_rate=0.5)
+    assert same.cells == [(0.5, 4), (0.5, 16), (0.5, 64)]
+    with pytest.raises(ValueError, match="baseline"):
+        bracketing_grid(0.0125, 0.8, (1, 4), (0.1, 10.0), ("baseline", "threshold"))
+
+
+def test_predicted_overshoot_of_the_step_response_from_rest():
+    from pgrpo.fit.kref_sweep import predicted_overshoot
+
+    # zeta = 0.5: exp(-pi 0.5 / sqrt(0.75)) = exp(-1.8138) = 0.16303 (the textbook 16.3%)
+    assert predicted_overshoot(0.5) == pytest.approx(0.16303, abs=1e-5)
+    assert predicted_overshoot(1.2) == 0.0 and predicted_overshoot(-0.1) == 1.0
+    assert math.isnan(predicted_overshoot(float("nan")))
+    rng = np.random.default_rng(2)
+    t = STEPS - 1.0
+    regime = classify_run(_run(0.7 - 0.5 * np.exp(-t / 30) + rng.normal(0, 0.02, STEPS.size), eta=0.02, k_ref=1,
+                               mu=0.8), K=0.5, smoothing=5)
+    # K eta = 0.01: zeta = 0.19 / sqrt(0.02 x 1.81) = 0.9987, an overshoot of exp(-pi 0.9987 / 0.0510) ~ 1e-27
+    assert regime.predicted == "oscillatory" and regime.predicted_overshoot < 1e-20
+    assert regime.overshoot_resolvable is False and regime.as_dict()["overshoot_resolvable"] is False
+
+
+def test_min_generations_lengthens_the_runs_that_refresh_rarely():
+    from pgrpo.stages.kref_sweep import arm_sweep_section, sweep_training
+
+    sweep = {"min_generations": 8, "training": {"max_steps": 128},
+             "arms": {"sgd": {"baseline": {"learning_rate": 0.3}}}}
+    section = arm_sweep_section(sweep, "sgd")
+    assert section["min_generations"] == 8 and "min_generations" not in arm_sweep_section(sweep, "sgd", baseline=True)
+    assert sweep_training({"max_steps": 300}, section, 0.3, 32)["max_steps"] == 256  # 8 generations x 32
+    assert sweep_training({"max_steps": 300}, section, 0.3, 4)["max_steps"] == 128  # 8 x 4 < 128
+    assert sweep_training({"max_steps": 300}, {"training": {"max_steps": 128}}, 0.3, 32)["max_steps"] == 128

@@ -17,11 +17,13 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   ``K`` counts as measured when R² and K's relative standard error pass the configured bounds
   (:func:`stiffness_problem`); it is then held fixed.
 - **A grid that brackets the prediction** (:func:`bracketing_grid`): with ``x = K eta K_ref`` and
-  ``x* = 1 - mu``, up to three learning-rate rows (:data:`GRID_ROWS`): ``zeta1`` puts Eq. 10's ``zeta = 1``
-  between the ladder's first two ``K_ref`` (or ``x = span_lo x*`` at the smallest, the lower of the two),
-  ``threshold`` puts Prop. 9's threshold between the ladder's last two, and ``top`` reaches ``x = span_hi x*`` at
-  the largest ``K_ref``. Every cell of a ``top`` row lies past the threshold once ``span_hi`` exceeds the ladder's
-  ratio (then it adds no classifiable cell, only Prop. 9's collapse count).
+  ``x* = 1 - mu``, learning-rate rows (:data:`GRID_ROWS`) on a ``K_ref`` ladder: ``baseline`` trains at the
+  baseline's own learning rate (the one eta known to be stable at ``K_ref = 1``; its ``zeta = 1`` and threshold
+  ``K_ref`` fall wherever the measured ``K`` puts them, and the baseline's own cell is not trained again),
+  ``zeta1`` puts Eq. 10's ``zeta = 1`` between the ladder's first two ``K_ref`` (or ``x = span_lo x*`` at the
+  smallest, the lower of the two), ``threshold`` puts Prop. 9's threshold between the ladder's last two, and ``top``
+  reaches ``x = span_hi x*`` at the largest ``K_ref``. Every cell of a ``top`` row lies past the threshold once
+  ``span_hi`` exceeds the ladder's ratio (then it adds no classifiable cell, only Prop. 9's collapse count).
 - **Each run's regime**: the train reward is smoothed by a centred moving average of ``smoothing`` points; its
   target ``p*`` is the plateau of Eq. 14 fitted to the smoothed curve where that plateau lies inside the observed
   range (the fixed point, which a still-rising tail has not reached), else the mean of the run's last
@@ -41,6 +43,9 @@ stage reads its trajectories (Figures 6-7), against the predictions of Theorem 7
   each ``eta`` row the first non-monotone ``K_ref`` is set against Theorem 7's (the first ``K_ref`` of the ladder
   with ``zeta < 1`` or past the threshold), as the bandit's verdict reads its rows
   (:func:`pgrpo.bandit.verdict.row_frontier`).
+  Beside each prediction, the overshoot of Eq. 8's step response from rest, ``exp(-pi zeta / sqrt(1 - zeta^2))`` of
+  the gap for ``0 < zeta < 1`` (:func:`predicted_overshoot`), against the run's hysteresis tolerance: a predicted
+  overshoot below the tolerance cannot be told from monotone in that run (reported, the count is not changed).
 
 The importance-sampling ratio each run logged (``importance_sampling_ratio_max``, Figure 5 row 2) is summarised
 beside it: the direct witness of the lag that erodes ``C_eff`` (Lemma 5).
@@ -141,9 +146,19 @@ class RunRegime:
     is_ratio_max_median: float
     is_ratio_max_max: float
     map_eta: float = float("nan")  # the heavy-ball eta the predictions use (SGD: eta; Adam: measured)
+    predicted_overshoot: float = float("nan")  # Eq. 8's first overshoot from rest, a fraction of the gap
+
+    @property
+    def overshoot_resolvable(self) -> bool | None:
+        """Whether Theorem 7's predicted overshoot exceeds this run's hysteresis tolerance (None: no tolerance,
+        i.e. the run was not classified as rising)."""
+        if not (math.isfinite(self.tolerance) and math.isfinite(self.predicted_overshoot)):
+            return None
+        return self.predicted_overshoot > self.tolerance
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+        record = dict(asdict(self), overshoot_resolvable=self.overshoot_resolvable)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
 
 
 def measure_stiffness(run: SweepRun, smoothing: int = 1) -> StiffnessEstimate:
@@ -197,15 +212,18 @@ class KrefGrid:
     eta_per_learning_rate: float
     threshold_k_refs: tuple[float, ...]
     zeta1_k_refs: tuple[float, ...]
+    #: the (learning rate, K_ref) of the baseline run itself: not trained again (None: every cell is)
+    baseline_cell: tuple[float, int] | None = None
 
     @property
     def cells(self) -> list[tuple[float, int]]:
-        return [(lr, k) for lr in self.learning_rates for k in self.k_refs]
+        return [(lr, k) for lr in self.learning_rates for k in self.k_refs if (lr, k) != self.baseline_cell]
 
     @property
     def span(self) -> tuple[float, float]:
-        """The smallest and largest ``K eta K_ref`` of the grid, in units of ``1 - mu``."""
-        x = [self.K * eta * k / (1.0 - self.mu) for eta in self.etas for k in self.k_refs]
+        """The smallest and largest ``K eta K_ref`` of the trained cells, in units of ``1 - mu``."""
+        per_lr = {lr: eta for lr, eta in zip(self.learning_rates, self.etas)}
+        x = [self.K * per_lr[lr] * k / (1.0 - self.mu) for lr, k in self.cells]
         return min(x), max(x)
 
 
@@ -221,17 +239,19 @@ def _three_figures(value: float) -> float:
     return float(f"{value:.3g}")
 
 
-#: the learning-rate rows :func:`bracketing_grid` can place, lowest eta first
-GRID_ROWS: tuple[str, ...] = ("zeta1", "threshold", "top")
+#: the learning-rate rows :func:`bracketing_grid` can place (see the module docstring)
+GRID_ROWS: tuple[str, ...] = ("baseline", "zeta1", "threshold", "top")
 
 
 def bracketing_grid(K: float, mu: float, k_refs: Sequence[int], span: tuple[float, float] = (0.1, 10.0),
-                    rows: Sequence[str] = GRID_ROWS, eta_per_learning_rate: float = 1.0) -> KrefGrid:
+                    rows: Sequence[str] = ("zeta1", "threshold", "top"), eta_per_learning_rate: float = 1.0,
+                    baseline_learning_rate: float | None = None, baseline_k_ref: int = 1) -> KrefGrid:
     """Learning rates that bracket Theorem 7's predictions on the ``k_refs`` ladder, one per named row of
-    :data:`GRID_ROWS` (see the module docstring).
+    :data:`GRID_ROWS` (see the module docstring); rows that round to the same learning rate are trained once.
 
     ``eta_per_learning_rate``: the map's eta per unit of configured learning rate (1 for SGD; Adam's measured
-    effective step over its learning rate on the baseline)."""
+    effective step over its learning rate on the baseline). ``baseline_learning_rate`` (needed by the ``baseline``
+    row) and ``baseline_k_ref``: the baseline run's, whose own cell is left out of :attr:`KrefGrid.cells`."""
     ladder = sorted({int(k) for k in k_refs})
     if not (K > 0 and math.isfinite(K)) or not ladder or ladder[0] < 1 or not (0 <= mu < 1):
         raise ValueError(f"bracketing_grid: needs K > 0, 0 <= mu < 1 and K_ref >= 1 (K={K}, mu={mu}, {ladder})")
@@ -239,18 +259,36 @@ def bracketing_grid(K: float, mu: float, k_refs: Sequence[int], span: tuple[floa
     if not chosen <= set(GRID_ROWS) or len(chosen) < 2 or len(ladder) < 2 or not (0 < span[0] < 1 < span[1]):
         raise ValueError(f"bracketing_grid: at least two rows of {GRID_ROWS} (got {list(rows)}), at least two "
                          "K_ref, span (lo < 1 < hi)")
+    if "baseline" in chosen and not (baseline_learning_rate is not None and baseline_learning_rate > 0):
+        raise ValueError("bracketing_grid: the baseline row needs the baseline's learning rate (> 0)")
     x_star = 1.0 - mu
     placed = {
         "zeta1": min(span[0] * x_star / (K * ladder[0]), _eta_at_zeta1(K, mu, math.sqrt(ladder[0] * ladder[1]))),
         "threshold": x_star / (K * math.sqrt(ladder[-2] * ladder[-1])),  # Prop. 9 between the last two K_ref
         "top": span[1] * x_star / (K * ladder[-1]),
     }
-    etas = sorted(placed[row] for row in chosen)
-    rates = tuple(_three_figures(e / eta_per_learning_rate) for e in etas)
+    rates = {_three_figures(placed[row] / eta_per_learning_rate) for row in chosen if row != "baseline"}
+    if "baseline" in chosen:
+        rates.add(float(baseline_learning_rate))
+    rates = tuple(sorted(rates))
     etas_used = tuple(lr * eta_per_learning_rate for lr in rates)
     threshold = tuple(float(theory.critical_refresh_interval(e, mu, K)) for e in etas_used)
     zeta1 = tuple(float(theory.critical_damping_refresh_interval(e, mu, K)) for e in etas_used)
-    return KrefGrid(K, mu, etas_used, rates, tuple(ladder), eta_per_learning_rate, threshold, zeta1)
+    skipped = (float(baseline_learning_rate), int(baseline_k_ref)) if baseline_learning_rate is not None else None
+    return KrefGrid(K, mu, etas_used, rates, tuple(ladder), eta_per_learning_rate, threshold, zeta1, skipped)
+
+
+def predicted_overshoot(zeta: float) -> float:
+    """The first overshoot of Eq. 8's step response from rest, as a fraction of the gap: ``exp(-pi zeta /
+    sqrt(1 - zeta^2))`` for ``0 < zeta < 1``; 0 when ``zeta >= 1`` (no overshoot); 1 when ``zeta <= 0`` (the
+    linear response does not decay); NaN when ``zeta`` is unknown."""
+    if not math.isfinite(zeta):
+        return float("nan")
+    if zeta >= 1:
+        return 0.0
+    if zeta <= 0:
+        return 1.0
+    return math.exp(-math.pi * zeta / math.sqrt(1.0 - zeta * zeta))
 
 
 def predicted_regime(zeta: float, margin: float) -> str:
@@ -307,7 +345,8 @@ def classify_run(run: SweepRun, K: float, smoothing: int = 9, tail_fraction: flo
     ratio = run.is_ratio_max[np.isfinite(run.is_ratio_max)] if run.is_ratio_max is not None else np.array([])
     return RunRegime(run.name, run.eta, run.k_ref, label, int(crossings), float(overshoot), start, target, noise_se,
                      float(tol), x, margin, zeta, predicted, agrees,
-                     float(np.median(ratio)) if ratio.size else nan, float(np.max(ratio)) if ratio.size else nan, eta)
+                     float(np.median(ratio)) if ratio.size else nan, float(np.max(ratio)) if ratio.size else nan, eta,
+                     predicted_overshoot(zeta))
 
 
 def baseline_of(runs: Sequence[SweepRun]) -> SweepRun:

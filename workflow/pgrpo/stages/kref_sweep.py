@@ -54,7 +54,8 @@ def sweep_training(training: Mapping[str, Any], sweep: Mapping[str, Any], learni
     ``steps_per_generation``: one generation serves K_ref optimizer steps), with gradient_accumulation_steps = 1 so
     that K_ref = steps_per_generation x num_iterations / gradient_accumulation_steps (Eq. 3's refresh interval).
     ``checkpoint_steps`` is rounded up to a multiple of K_ref (training requires it, so that a resumed run refreshes
-    on the same steps).
+    on the same steps). ``sweep.min_generations``: a run logs its reward only on the steps that generate (one in
+    K_ref), so ``max_steps`` is raised to at least ``min_generations x K_ref`` for the curve to have that many points.
     """
     knob = sweep.get("refresh", "num_iterations")
     if knob not in REFRESH_KNOBS:
@@ -67,6 +68,9 @@ def sweep_training(training: Mapping[str, Any], sweep: Mapping[str, Any], learni
     out["num_iterations"] = int(k_ref) if knob == "num_iterations" else 1
     out["steps_per_generation"] = int(k_ref) if knob == "steps_per_generation" else 1
     out["merge_adapters"] = False
+    generations = sweep.get("min_generations")
+    if generations:
+        out["max_steps"] = max(int(out.get("max_steps") or 0), int(generations) * int(k_ref))
     every = int(out.get("checkpoint_steps") or 50)  # a resumed run must refresh on the same steps: a multiple of K_ref
     out["checkpoint_steps"] = -(-every // int(k_ref)) * int(k_ref)
     return out
@@ -77,7 +81,8 @@ ARMS: tuple[str, ...] = ("sgd", "adam")
 
 def arm_sweep_section(sweep: Mapping[str, Any], arm: str, baseline: bool = False) -> dict[str, Any]:
     """The ``kref_sweep`` section one run of ``arm`` trains with: its ``training`` overrides are the sweep's, then the
-    arm's (``optimizer`` = the arm), then, for the baseline, the arm's ``baseline.training``."""
+    arm's (``optimizer`` = the arm), then, for the baseline, the arm's ``baseline.training``; a grid run also carries
+    ``min_generations`` (:func:`sweep_training`)."""
     arms = sweep.get("arms") or {}
     if arm not in arms:
         raise InputError(f"kref_sweep.arms: no arm {arm!r} (has {', '.join(arms) or 'none'})")
@@ -85,7 +90,10 @@ def arm_sweep_section(sweep: Mapping[str, Any], arm: str, baseline: bool = False
     training = {**(sweep.get("training") or {}), **(spec.get("training") or {}), "optimizer": arm}
     if baseline:
         training.update((spec.get("baseline") or {}).get("training") or {})
-    return {"refresh": sweep.get("refresh", "num_iterations"), "training": training}
+    section = {"refresh": sweep.get("refresh", "num_iterations"), "training": training}
+    if sweep.get("min_generations") and not baseline:  # the baseline (K_ref = 1) keeps its own max_steps
+        section["min_generations"] = int(sweep["min_generations"])
+    return section
 
 
 def _load_run(log_path: str, meta_path: str) -> SweepRun:
@@ -112,6 +120,10 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
 
 
+def _percent(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{100 * value:.2g}%"
+
+
 def _stiffness_record(estimate: StiffnessEstimate) -> dict[str, Any]:
     record = dict(estimate.__dict__, relative_se=estimate.relative_se)
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
@@ -131,9 +143,10 @@ def run_kref_grid(arm: str, log_csv: str, meta_json: str, out_json: str, sweep: 
                            "eta_per_learning_rate": run.map_eta / run.eta, "cells": []}
     if not problem:
         span = tuple(float(v) for v in grid_spec.get("span", (0.1, 10.0)))
-        rows = [row for row in GRID_ROWS if row in grid_spec.get("rows", GRID_ROWS)]
+        rows = [row for row in GRID_ROWS if row in grid_spec.get("rows", ("zeta1", "threshold", "top"))]
         grid = bracketing_grid(estimate.K, run.mu, grid_spec.get("k_refs", (1, 3, 9)), span, rows,
-                               run.map_eta / run.eta)
+                               run.map_eta / run.eta, baseline_learning_rate=run.eta,
+                               baseline_k_ref=int(run.k_ref))
         out.update(rows=rows, learning_rates=list(grid.learning_rates), etas=list(grid.etas), k_refs=list(grid.k_refs),
                    span=list(grid.span), threshold_k_refs=list(grid.threshold_k_refs),
                    zeta1_k_refs=list(grid.zeta1_k_refs),
@@ -191,7 +204,8 @@ _ARM_TITLE = {"sgd": "heavy-ball SGD (torch.optim.SGD, momentum mu: the map (3) 
               "adam": "Adam (beta1 = mu), read against its measured effective step"}
 
 
-_ROW_TEXT = {"zeta1": "Eq. 10's zeta = 1 between the first two K_ref", "threshold": "Prop. 9's threshold between the "
+_ROW_TEXT = {"baseline": "the baseline's own learning rate, stable at K_ref = 1; its own cell not trained again",
+             "zeta1": "Eq. 10's zeta = 1 between the first two K_ref", "threshold": "Prop. 9's threshold between the "
              "last two K_ref", "top": "the span's top at the last K_ref"}
 
 
@@ -220,9 +234,11 @@ def _arm_lines(summary, regimes, frontiers, smoothing, noise_multiple) -> list[s
                        "stopped at its baseline (no grid trained)."]
     span = summary.get("span") or [math.nan, math.nan]
     headers = ["learning rate", "eta (map 3)", "K_ref", "observed", "crossings", "K eta K_ref / (1-mu)",
-               "zeta (Eq. 10)", "Theorem 7", "agrees", "IS ratio max (median / max)", "start -> end"]
+               "zeta (Eq. 10)", "Theorem 7", "predicted overshoot / tolerance", "agrees",
+               "IS ratio max (median / max)", "start -> end"]
     rows = [[f"{r.eta:g}", _number(r.map_eta), f"{r.k_ref:g}", r.label, str(r.crossings),
              _number(r.k_eta_k_ref / (1 - mu)), _number(r.zeta), r.predicted,
+             f"{_percent(r.predicted_overshoot)} / {_percent(r.tolerance)}",
              {True: "yes", False: "**no**", None: "–"}[r.agrees],
              f"{_number(r.is_ratio_max_median, 4)} / {_number(r.is_ratio_max_max, 4)}",
              f"{_number(r.start)} -> {_number(r.target)}"] for r in regimes]
@@ -245,23 +261,58 @@ def _arm_lines(summary, regimes, frontiers, smoothing, noise_multiple) -> list[s
                     f"non-monotone K_ref matches: {sum(f.agrees is True for f in frontiers)} of "
                     f"{sum(f.agrees is not None for f in frontiers)}; past the threshold {collapsed_past} of {past} "
                     "cells collapsed."]
-    follows = [r for r in regimes if r.agrees is True]
-    departs = [r for r in regimes if r.agrees is False]
-    apart = [r for r in regimes if r.agrees is None]
-    if follows:
-        lines.append("Follows the exact reduction: " + "; ".join(
-            f"lr {r.eta:g}, K_ref {r.k_ref:g} ({r.label}, x/x* = {r.k_eta_k_ref / (1 - mu):.2g})" for r in follows) + ".")
-    if departs:
-        lines.append("Departs: " + "; ".join(
-            f"lr {r.eta:g}, K_ref {r.k_ref:g} is {r.label} where Theorem 7 says {r.predicted} (x/x* = "
-            f"{r.k_eta_k_ref / (1 - mu):.2g}, zeta = {r.zeta:.2g})" for r in departs) + ".")
-    if apart:
-        lines.append("Outside the linear model (not counted): " + "; ".join(
-            f"lr {r.eta:g}, K_ref {r.k_ref:g} {r.label} (x/x* = {r.k_eta_k_ref / (1 - mu):.2g}, Prop. 9 margin "
-            f"{r.margin:.2g})" for r in apart) + ".")
+    lines += _reading_lines(regimes, frontiers, mu)
     seconds = summary["job_seconds"]
     lines.append(f"Cost: {len([v for v in seconds['jobs'].values() if v is not None])} jobs, "
                  f"{seconds['total']:.0f} job-seconds (baseline and grid).")
+    return lines
+
+
+def _cell(r, mu: float) -> str:
+    return f"lr {r.eta:g} K_ref {r.k_ref:g} (x/x* = {r.k_eta_k_ref / (1 - mu):.2g}, zeta = {_number(r.zeta, 2)})"
+
+
+def _reading_lines(regimes, frontiers, mu: float) -> list[str]:
+    """Where the deep network follows the exact reduction and where it departs, per row and per cell, with numbers
+    (x/x* = K eta K_ref / (1 - mu); a departure says whether Theorem 7's overshoot was resolvable in that run)."""
+    lines = ["", "Reading (x/x* = K eta K_ref / (1 - mu); Prop. 9's threshold at x/x* = 1):", ""]
+    for f in frontiers:
+        verdict = {True: "follows Theorem 7", False: "**departs**", None: "not readable"}[f.agrees]
+        lines.append(f"- Row lr {f.learning_rate:g} (eta {_number(f.eta)}): Eq. 10 puts zeta = 1 at K_ref "
+                     f"{_number(f.zeta1_k_ref)} and Prop. 9 the threshold at K_ref {_number(f.threshold_k_ref)}; the "
+                     f"first non-monotone K_ref of the ladder is predicted at {_number(f.predicted_k_ref)}, observed "
+                     f"at {_number(f.observed_k_ref)} ({f.status}): {verdict}.")
+    follows = [r for r in regimes if r.agrees is True]
+    if follows:
+        lines.append("- Follows (observed = predicted): " + "; ".join(
+            f"{_cell(r, mu)} {r.label}" for r in follows) + ".")
+    for r in (r for r in regimes if r.agrees is False):
+        if r.label == "monotone":
+            why = (f"Theorem 7's overshoot of {_percent(r.predicted_overshoot)} of the rise is "
+                   + ("under" if r.overshoot_resolvable is False else "over")
+                   + f" the run's tolerance of {_percent(r.tolerance)}"
+                   + (": too small to be seen in this run" if r.overshoot_resolvable is False
+                      else ": a departure the run could have shown"))
+        else:
+            why = f"it rings ({r.crossings} crossings, overshoot {_percent(r.overshoot)}) where Eq. 10 is overdamped"
+        lines.append(f"- **Departs**: {_cell(r, mu)} is {r.label}, Theorem 7 says {r.predicted}; {why}.")
+    collapsed = [r for r in regimes if r.label == COLLAPSED]
+    past = [r for r in collapsed if r.margin < 0]
+    below = [r for r in collapsed if not r.margin < 0]
+    if past:
+        lines.append("- Collapsed past the threshold (Prop. 9's divergence as the bounded network realises it, not "
+                     "counted): " + "; ".join(_cell(r, mu) for r in past) + ".")
+    if below:
+        lines.append("- Collapsed below the threshold (a nonlinear failure the linear model does not describe, not "
+                     "counted): " + "; ".join(_cell(r, mu) for r in below) + ".")
+    other = [r for r in regimes if r.agrees is None and r.label != COLLAPSED]
+    if other:
+        lines.append("- Not classifiable: " + "; ".join(f"{_cell(r, mu)} {r.label}" for r in other) + ".")
+    resolvable = [r for r in regimes if r.agrees is not None
+                  and (r.predicted == "monotone" or r.overshoot_resolvable is True or r.label != "monotone")]
+    lines.append(f"- Counting only cells where the prediction was resolvable (predicted monotone, or a predicted "
+                 f"overshoot above the run's tolerance, or observed ringing): {sum(bool(r.agrees) for r in resolvable)} "
+                 f"of {len(resolvable)} agree.")
     return lines
 
 
