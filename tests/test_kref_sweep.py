@@ -140,6 +140,7 @@ def test_grid_from_a_planted_baseline_then_the_sweep_end_to_end(tmp_path):
     assert json.loads((arm / "summary.json").read_text())["arm"] == "sgd" and (arm / "table.md").exists()
     text = (tmp_path / "t.md").read_text()
     assert "Agreement with Theorem 7 (sgd)" in text and "Rows: zeta1" in text and "not trained" not in text
+    assert "prediction was resolvable" in text and "predicted overshoot / tolerance" in text
 
 
 def test_a_grid_without_its_top_row_says_why():

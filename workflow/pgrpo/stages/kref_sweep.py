@@ -121,7 +121,9 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 def _percent(value: float | None) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{100 * value:.2g}%"
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{100 * value:.0f}%" if abs(value) >= 0.1 else f"{100 * value:.2g}%"
 
 
 def _stiffness_record(estimate: StiffnessEstimate) -> dict[str, Any]:
@@ -262,7 +264,16 @@ def _arm_lines(summary, regimes, frontiers, smoothing, noise_multiple) -> list[s
                     f"{sum(f.agrees is not None for f in frontiers)}; past the threshold {collapsed_past} of {past} "
                     "cells collapsed."]
     lines += _reading_lines(regimes, frontiers, mu)
+    base_eta = st.get("eta")
+    drift = [r for r in regimes if math.isfinite(r.map_eta)]
+    if arm != "sgd" and drift and base_eta:
+        lo, hi = min(drift, key=lambda r: r.map_eta), max(drift, key=lambda r: r.map_eta)
+        lines.append(f"- The measured effective eta per learning rate moved from the baseline's "
+                     f"{base_eta / st['learning_rate']:.3g} to {lo.map_eta / lo.eta:.3g} (lr {lo.eta:g}, K_ref "
+                     f"{lo.k_ref:g}) .. {hi.map_eta / hi.eta:.3g} (lr {hi.eta:g}, K_ref {hi.k_ref:g}): the cells "
+                     "land at K eta K_ref other than where the grid placed them (the table reads each at its own).")
     seconds = summary["job_seconds"]
+    lines.append("")
     lines.append(f"Cost: {len([v for v in seconds['jobs'].values() if v is not None])} jobs, "
                  f"{seconds['total']:.0f} job-seconds (baseline and grid).")
     return lines
@@ -278,8 +289,15 @@ def _reading_lines(regimes, frontiers, mu: float) -> list[str]:
     lines = ["", "Reading (x/x* = K eta K_ref / (1 - mu); Prop. 9's threshold at x/x* = 1):", ""]
     for f in frontiers:
         verdict = {True: "follows Theorem 7", False: "**departs**", None: "not readable"}[f.agrees]
-        lines.append(f"- Row lr {f.learning_rate:g} (eta {_number(f.eta)}): Eq. 10 puts zeta = 1 at K_ref "
-                     f"{_number(f.zeta1_k_ref)} and Prop. 9 the threshold at K_ref {_number(f.threshold_k_ref)}; the "
+        if f.status == "censored" and f.agrees:
+            read = [r.k_ref for r in regimes if r.eta == f.learning_rate and r.label in ("monotone", "overshoot",
+                                                                                       "oscillatory", COLLAPSED)]
+            verdict = (f"consistent, not tested: monotone up to K_ref {max(read):g}, the last readable cell, "
+                       "before the predicted frontier")
+        onset = ("has zeta < 1 at every K_ref" if f.zeta1_k_ref == 0
+                 else f"puts zeta = 1 at K_ref {_number(f.zeta1_k_ref)}")
+        lines.append(f"- Row lr {f.learning_rate:g} (median eta {_number(f.eta)}): Eq. 10 {onset} and Prop. 9 the "
+                     f"threshold at K_ref {_number(f.threshold_k_ref)}; the "
                      f"first non-monotone K_ref of the ladder is predicted at {_number(f.predicted_k_ref)}, observed "
                      f"at {_number(f.observed_k_ref)} ({f.status}): {verdict}.")
     follows = [r for r in regimes if r.agrees is True]
