@@ -152,3 +152,97 @@ def test_the_elapsed_time_says_how_many_jobs_the_run_executed(tmp_path):
     run_job_costs(str(graph), str(bench), str(md), str(tmp_path / "c.csv"), out_json=str(summary), now=25.0)
     assert "that run executed 1 of the 2 jobs" in md.read_text()
     assert json.loads(summary.read_text())["jobs_run"] == 1
+
+
+def test_patterns_match_fill_and_respect_constraints():
+    from pgrpo.grpo.job_costs import fill_pattern, match_pattern
+
+    pattern = "results/benchmarks/kref_sweep/{arm,sgd|adam}/{run,baseline|lr[0-9.e+-]+_kref\\d+}.tsv"
+    assert match_pattern(pattern, "results/benchmarks/kref_sweep/sgd/lr0.6_kref64.tsv") == {
+        "arm": "sgd", "run": "lr0.6_kref64"}
+    assert match_pattern(pattern, "results/benchmarks/kref_sweep/sgd/grid.tsv") is None  # run's constraint
+    assert match_pattern(pattern, "results/benchmarks/kref_sweep/rmsprop/baseline.tsv") is None
+    assert match_pattern("a/{x}/{x}.tsv", "a/1/1.tsv") == {"x": "1"}
+    assert match_pattern("a/{x}/{x}.tsv", "a/1/2.tsv") is None  # a wildcard named twice is the same text
+    assert fill_pattern("results/kref_sweep/{arm,sgd|adam}/{run}/log.csv", {"arm": "sgd", "run": "r"}) == \
+        "results/kref_sweep/sgd/r/log.csv"
+    assert fill_pattern("results/kref_sweep/{arm}/grid.json", {"run": "r"}) is None
+
+
+def _checkpoint_dag():
+    # model (5 s) -> baseline (20 s) -> grid (1 s, a checkpoint) -> [cells the checkpoint adds] -> sweep (2 s)
+    from pgrpo.grpo.job_costs import RulePattern
+
+    jobs = [Job("model", "model", 5.0, (), ("m/model",)),
+            Job("kref/sgd/baseline", "kref_train", 20.0, ("m/model",), ("k/sgd/baseline/log.csv",)),
+            Job("grid:k/sgd/grid.json", "kref_grid", 1.0, ("k/sgd/baseline/log.csv",), ("k/sgd/grid.json",)),
+            Job("sweep", "kref_sweep", 2.0, ("k/sgd/grid.json",), ("k/table.md",))]
+    rules = [RulePattern("model", "b/model.tsv", ("m/model",)),
+             RulePattern("kref_train", "b/kref/{arm}/{run}.tsv", ("k/{arm}/{run}/log.csv",)),
+             RulePattern("kref_grid", None, ("k/{arm}/grid.json",), checkpoint=True),
+             RulePattern("kref_sweep", "b/sweep.tsv", ("k/table.md",))]
+    return jobs, rules
+
+
+def test_jobs_a_checkpoint_adds_join_the_dag_between_it_and_its_readers():
+    from pgrpo.grpo.job_costs import jobs_added_by_checkpoints
+
+    jobs, rules = _checkpoint_dag()
+    files = {"b/kref/sgd/lr0.6_kref4.tsv": 30.0, "b/kref/sgd/lr0.6_kref64.tsv": 50.0,
+             "b/kref/adam/lr1_kref4.tsv": 7.0,  # no adam grid in this DAG: not of it
+             "b/other/thing.tsv": 3.0}  # no rule's pattern
+    widened, added = jobs_added_by_checkpoints(jobs, rules, files, name_of=lambda p: p[2:-4])
+    assert sorted(j.name for j in added) == ["kref/sgd/lr0.6_kref4", "kref/sgd/lr0.6_kref64"]
+    cell = next(j for j in added if j.name.endswith("kref64"))
+    assert cell.inputs == ("k/sgd/grid.json",) and cell.outputs == ("k/sgd/lr0.6_kref64/log.csv",)
+    sweep = next(j for j in widened if j.name == "sweep")
+    assert set(sweep.inputs) == {"k/sgd/grid.json", "k/sgd/lr0.6_kref4/log.csv", "k/sgd/lr0.6_kref64/log.csv"}
+    path, seconds = critical_path(widened + added)
+    # by hand: 5 + 20 + 1 + max(30, 50) + 2
+    assert path == ("model", "kref/sgd/baseline", "grid:k/sgd/grid.json", "kref/sgd/lr0.6_kref64", "sweep")
+    assert seconds == 78.0
+    table = cost_table(widened + added)
+    assert table.total_seconds == 5 + 20 + 1 + 30 + 50 + 2
+
+
+def test_a_cell_older_than_its_checkpoint_output_is_not_of_this_dag():
+    from pgrpo.grpo.job_costs import jobs_added_by_checkpoints
+
+    jobs, rules = _checkpoint_dag()
+    files = {"b/kref/sgd/old.tsv": 30.0, "b/kref/sgd/new.tsv": 50.0}
+    written = {"b/kref/sgd/old.tsv": 100.0, "k/sgd/grid.json": 200.0, "b/kref/sgd/new.tsv": 300.0}
+    _, added = jobs_added_by_checkpoints(jobs, rules, files, written)
+    assert [j.name for j in added] == ["b/kref/sgd/new.tsv"]
+
+
+def test_the_stage_counts_checkpoint_added_jobs_from_their_benchmark_files(tmp_path):
+    import os
+
+    bench, out = tmp_path / "bench", tmp_path / "out"
+    (out / "sgd").mkdir(parents=True)
+    (out / "sgd" / "grid.json").write_text("{}")
+    os.utime(out / "sgd" / "grid.json", (1000.0, 1000.0))
+    _bench(bench / "kref" / "sgd" / "baseline.tsv", 20.0)
+    _bench(bench / "kref" / "sgd" / "lr0.6_kref64.tsv", 50.0)
+    os.utime(bench / "kref" / "sgd" / "lr0.6_kref64.tsv", (1100.0, 1100.0))
+    graph = tmp_path / "graph.json"
+    write_job_graph([
+        {"rule": "kref_train", "benchmark": str(bench / "kref" / "sgd" / "baseline.tsv"), "inputs": [],
+         "outputs": [str(out / "sgd" / "baseline" / "log.csv")], "needrun": True},
+        {"rule": "kref_grid", "benchmark": None, "inputs": [str(out / "sgd" / "baseline" / "log.csv")],
+         "outputs": [str(out / "sgd" / "grid.json")], "needrun": True},
+        {"rule": "kref_sweep", "benchmark": None, "inputs": [str(out / "sgd" / "grid.json")],
+         "outputs": [str(out / "table.md")], "needrun": True},
+    ], str(graph), cores=2, started_at=900.0, rules=[
+        {"rule": "kref_train", "benchmark": str(bench) + "/kref/{arm}/{run}.tsv",
+         "outputs": [str(out) + "/{arm}/{run}/log.csv"]},
+        {"rule": "kref_grid", "benchmark": None, "outputs": [str(out) + "/{arm}/grid.json"], "checkpoint": True},
+        {"rule": "kref_sweep", "benchmark": None, "outputs": [str(out / "table.md")]},
+    ])
+    summary = tmp_path / "s.json"
+    table = run_job_costs(str(graph), str(bench), str(tmp_path / "m.md"), str(tmp_path / "c.csv"),
+                          out_json=str(summary), now=1200.0)
+    assert table.total_seconds == 70.0  # the baseline and the cell the checkpoint added
+    assert table.critical_path == ("kref/sgd/baseline", str(out / "sgd" / "grid.json").join(["kref_grid:", ""]),
+                                   "kref/sgd/lr0.6_kref64", str(out / "table.md").join(["kref_sweep:", ""]))
+    assert json.loads(summary.read_text())["jobs_run"] == 2  # the cell was written after the run started

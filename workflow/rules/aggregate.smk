@@ -13,6 +13,8 @@ rule aggregate_seeds:
         "results/aggregate/{model}/G{G}.csv",
     log:
         "logs/aggregate/{model}/G{G}.log",
+    benchmark:
+        "results/benchmarks/aggregate/{model}/G{G}.tsv"
     wildcard_constraints:
         G=r"\d+",
     conda:

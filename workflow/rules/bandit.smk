@@ -99,6 +99,8 @@ rule bandit_verdict:
         table_tex="results/bandit/threshold_table.tex",
     log:
         "logs/bandit/verdict.log",
+    benchmark:
+        "results/benchmarks/bandit/verdict.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:
@@ -118,6 +120,8 @@ rule bandit_sensitivity:
         md="results/bandit/sensitivity.md",
     log:
         "logs/bandit/sensitivity.log",
+    benchmark:
+        "results/benchmarks/bandit/sensitivity.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

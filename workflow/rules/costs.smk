@@ -2,7 +2,11 @@
 # through the DAG, from every job's benchmark file. The DAG's jobs (rule, benchmark file, inputs, outputs) are
 # written when a run starts (onstart, after Snakemake built the DAG), so rule job_costs reads no file that a job
 # writes after its own inputs: it waits for every target and never makes itself stale.
-from pgrpo.stages.job_costs import workflow_cores, write_job_graph  # noqa: E402
+from pgrpo.stages.job_costs import (
+    rule_patterns,
+    workflow_cores,
+    write_job_graph,
+)  # noqa: E402
 
 JOB_GRAPH = "results/costs/job_graph.json"
 JOB_COSTS = "results/costs/summary.json"
@@ -26,6 +30,7 @@ onstart:
         ),
         JOB_GRAPH,
         cores=workflow_cores(workflow),
+        rules=rule_patterns(workflow.rules),
     )
 
 

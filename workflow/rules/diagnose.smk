@@ -47,6 +47,8 @@ rule diagnostics:
         figure5_png="results/diagnostics/figure5.png",
     log:
         "logs/diagnostics.log",
+    benchmark:
+        "results/benchmarks/diagnostics.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

@@ -91,6 +91,8 @@ rule table1:
         summary="results/tables/table1_summary.csv",
     log:
         "logs/table1.log",
+    benchmark:
+        "results/benchmarks/table1.tsv"
     conda:
         "../../envs/evaluate.yaml"
     resources:
@@ -115,6 +117,8 @@ rule passk_curves:
         ),
     log:
         "logs/passk_curves.log",
+    benchmark:
+        "results/benchmarks/passk_curves.tsv"
     conda:
         "../../envs/evaluate.yaml"
     resources:

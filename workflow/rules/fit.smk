@@ -24,6 +24,8 @@ rule fit_laws:
         tex="results/fit/{model}/fits.tex",
     log:
         "logs/fit/{model}.log",
+    benchmark:
+        "results/benchmarks/fit/{model}.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:
@@ -54,6 +56,8 @@ rule figure1:
         png="results/figures/figure1.png",
     log:
         "logs/figure1.log",
+    benchmark:
+        "results/benchmarks/figure1.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:
@@ -73,6 +77,8 @@ rule forecast_run:
         png="results/forecast/{model}/G{G}/seed{seed}.png",
     log:
         "logs/forecast/{model}/G{G}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/forecast/{model}/G{G}/seed{seed}.tsv"
     wildcard_constraints:
         G=r"\d+",
         seed=r"\d+",
@@ -100,6 +106,8 @@ rule forecast_summary:
         ),
     log:
         "logs/forecast/summary.log",
+    benchmark:
+        "results/benchmarks/forecast/summary.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

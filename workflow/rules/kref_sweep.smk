@@ -54,6 +54,8 @@ checkpoint kref_grid:
         "results/kref_sweep/{arm}/grid.json",
     log:
         "logs/kref_sweep/{arm}/grid.log",
+    benchmark:
+        "results/benchmarks/kref_sweep/{arm}/grid.tsv"
     wildcard_constraints:
         arm="sgd|adam",
     conda:
@@ -95,6 +97,8 @@ rule kref_sweep:
         ],
     log:
         "logs/kref_sweep/sweep.log",
+    benchmark:
+        "results/benchmarks/kref_sweep/sweep.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

@@ -6,6 +6,8 @@ rule make_synthetic_data:
         synthetic_outputs(),
     log:
         "logs/make_synthetic_data.log",
+    benchmark:
+        "results/benchmarks/make_synthetic_data.tsv"
     conda:
         "../../envs/train.yaml"
     resources:
@@ -27,6 +29,8 @@ rule make_synthetic_suite:
         meta="results/data/suite/meta.json",
     log:
         "logs/make_synthetic_suite.log",
+    benchmark:
+        "results/benchmarks/make_synthetic_suite.tsv"
     conda:
         "../../envs/train.yaml"
     resources:

@@ -8,6 +8,8 @@ rule prefetch:
         manifest=PREFETCH_MANIFEST,
     log:
         "logs/prefetch.log",
+    benchmark:
+        "results/benchmarks/prefetch.tsv"
     conda:
         "../../envs/evaluate.yaml"
     resources:

@@ -14,6 +14,8 @@ rule readme_numbers:
         figures=directory("results/readme/figures"),
     log:
         "logs/readme_numbers.log",
+    benchmark:
+        "results/benchmarks/readme_numbers.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

@@ -9,30 +9,36 @@ back with the benchmark files and writes the table (:mod:`pgrpo.grpo.job_costs`,
 from __future__ import annotations
 
 import csv
+import os
 import time
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from pgrpo import atomic
 from pgrpo.errors import InputError
-from pgrpo.grpo.job_costs import CostTable, Job, cost_table
+from pgrpo.grpo.job_costs import CostTable, Job, RulePattern, cost_table, jobs_added_by_checkpoints
 
 #: rules whose jobs are not counted: the target rule and the table's own
 NOT_COUNTED = ("all", "job_costs")
 
 
 def write_job_graph(jobs: Iterable[Mapping], path: str, cores: int | None = None,
-                    started_at: float | None = None) -> None:
+                    started_at: float | None = None, rules: Iterable[Mapping] = ()) -> None:
     """The DAG's jobs (``rule``, ``benchmark``, ``inputs``, ``outputs``, ``needrun``: whether this run executes it)
-    as JSON, atomically, with the time the run started (``started_at``, seconds since the epoch; default now) and the
-    cores it was given."""
+    as JSON, atomically, with the time the run started (``started_at``, seconds since the epoch; default now), the
+    cores it was given and the workflow's ``rules`` (``rule``, ``benchmark`` and ``outputs`` patterns,
+    ``checkpoint``), from which :func:`load_jobs` finds the jobs a checkpoint adds once the run is under way."""
     records = [{"rule": str(j["rule"]), "benchmark": str(j["benchmark"]) if j.get("benchmark") else None,
                 "inputs": sorted(str(f) for f in j.get("inputs") or ()),
                 "outputs": sorted(str(f) for f in j.get("outputs") or ()),
                 "needrun": bool(j.get("needrun", True))} for j in jobs]
+    patterns = [{"rule": str(r["rule"]), "benchmark": str(r["benchmark"]) if r.get("benchmark") else None,
+                 "outputs": [str(f) for f in r.get("outputs") or ()], "checkpoint": bool(r.get("checkpoint"))}
+                for r in rules]
     atomic.write_json(path, {"started_at": time.time() if started_at is None else float(started_at),
                              "cores": int(cores) if cores else None,
-                             "jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"]))})
+                             "jobs": sorted(records, key=lambda r: (r["rule"], r["outputs"])),
+                             "rules": sorted(patterns, key=lambda r: r["rule"])})
 
 
 def workflow_cores(workflow) -> int | None:
@@ -44,6 +50,18 @@ def workflow_cores(workflow) -> int | None:
     return cores if isinstance(cores, int) and cores > 0 else None
 
 
+def rule_patterns(rules: Iterable) -> list[dict]:
+    """Each Snakemake rule's name, benchmark and output patterns (wildcard constraints kept) and whether it is a
+    checkpoint, for :func:`write_job_graph`; a pattern Snakemake computes (a function) is left out."""
+    out = []
+    for rule in rules:
+        bench = getattr(rule, "benchmark", None)
+        outputs = [str(f) for f in getattr(rule, "output", ()) if not callable(f)]
+        out.append({"rule": rule.name, "benchmark": None if bench is None or callable(bench) else str(bench),
+                    "outputs": outputs, "checkpoint": bool(getattr(rule, "is_checkpoint", False))})
+    return out
+
+
 def run_started(graph_json: str) -> tuple[float | None, int | None]:
     """When the run that wrote ``graph_json`` started (epoch seconds) and on how many cores (None: not recorded)."""
     data = atomic.read_json(graph_json, "the job graph (written when the run started)")
@@ -53,12 +71,18 @@ def run_started(graph_json: str) -> tuple[float | None, int | None]:
 
 
 def jobs_run(graph_json: str, benchmarks_dir: str, table: CostTable) -> int | None:
-    """How many of the table's jobs the run that wrote ``graph_json`` executed itself (None: not recorded)."""
-    records = atomic.read_json(graph_json, "the job graph (written when the run started)").get("jobs") or []
+    """How many of the table's jobs the run that wrote ``graph_json`` executed itself (None: not recorded): those
+    it planned to run, and those a checkpoint added whose benchmark file was written after the run started."""
+    data = atomic.read_json(graph_json, "the job graph (written when the run started)")
+    records = data.get("jobs") or []
     if not all("needrun" in r for r in records):
         return None
     counted, root = {j.name for j in table.jobs}, Path(benchmarks_dir)
-    return sum(1 for r in records if r["needrun"] and _job_name(r, root) in counted)
+    known = {_job_name(r, root) for r in records}
+    started = data.get("started_at")
+    added = [root / f"{name}.tsv" for name in counted - known]
+    later = sum(1 for p in added if isinstance(started, (int, float)) and p.is_file() and p.stat().st_mtime >= started)
+    return sum(1 for r in records if r["needrun"] and _job_name(r, root) in counted) + later
 
 
 def benchmark_seconds(path: Path) -> float | None:
@@ -85,7 +109,9 @@ def _job_name(record: Mapping, root: Path) -> str:
 
 
 def load_jobs(graph_json: str, benchmarks_dir: str) -> list[Job]:
-    """The jobs of ``graph_json`` with the seconds of their benchmark files."""
+    """The jobs of ``graph_json`` with the seconds of their benchmark files, and the jobs a checkpoint added after
+    the graph was written (:func:`pgrpo.grpo.job_costs.jobs_added_by_checkpoints`: the benchmark files under
+    ``benchmarks_dir`` that no job claims, matched to the graph's rule patterns)."""
     data = atomic.read_json(graph_json, "the job graph (written when the run started)")
     if not isinstance(data.get("jobs"), list):
         raise InputError(f"{graph_json}: no 'jobs' list")
@@ -99,7 +125,17 @@ def load_jobs(graph_json: str, benchmarks_dir: str) -> list[Job]:
         jobs.append(Job(name=_job_name(record, root), rule=record["rule"],
                         seconds=benchmark_seconds(Path(bench)) if bench else None,
                         inputs=tuple(record["inputs"]), outputs=tuple(record["outputs"])))
-    return jobs
+    rules = [RulePattern(str(r["rule"]), r.get("benchmark"), tuple(r.get("outputs") or ()), bool(r.get("checkpoint")))
+             for r in data.get("rules") or ()]
+    if not rules or not root.is_dir():
+        return jobs
+    claimed = {os.path.normpath(r["benchmark"]) for r in data["jobs"] if r.get("benchmark")}
+    files = {str(p): benchmark_seconds(p) for p in sorted(root.rglob("*.tsv")) if os.path.normpath(p) not in claimed}
+    checkpoint_outputs = [o for j in jobs if j.rule in {r.rule for r in rules if r.checkpoint} for o in j.outputs]
+    written = {p: os.path.getmtime(p) for p in [*files, *checkpoint_outputs] if os.path.exists(p)}
+    jobs, added = jobs_added_by_checkpoints(jobs, rules, files, written,
+                                            name_of=lambda p: _job_name({"benchmark": p}, root))
+    return jobs + added
 
 
 def planned_seconds(jobs: list[Job], config: dict | None) -> list[Job]:
