@@ -327,20 +327,3 @@ def test_background_and_synchronous_runs_of_one_seed_make_the_same_reads(tiny_mo
     assert payload["live"]["step"] == 16 and len(payload["live"]["reads"]) == 4
     assert not (tmp_path / "True" / "pgrpo" / "stop.json").exists()
     assert gone(bg.worker_pid) and not bg.warnings
-
-
-def test_the_worker_runs_at_a_lower_priority_than_the_trainer(tmp_path):
-    from pgrpo.live.worker import WORKER_NICENESS, BackgroundReader
-
-    reader = BackgroundReader()
-    reader.start()
-    try:
-        pid = reader.pid
-        assert pid and pid != os.getpid()
-        mine = os.getpriority(os.PRIO_PROCESS, 0)
-        deadline = time.time() + 30  # the initializer runs as the process starts
-        while os.getpriority(os.PRIO_PROCESS, pid) == mine and time.time() < deadline:
-            time.sleep(0.05)
-        assert os.getpriority(os.PRIO_PROCESS, pid) == min(mine + WORKER_NICENESS, 19)
-    finally:
-        reader.close()

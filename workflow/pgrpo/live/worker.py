@@ -10,9 +10,7 @@ same read. :class:`BackgroundReader` holds ONE worker process (a ``spawn`` ``Pro
 worker imports this module and :mod:`pgrpo.live.reads` (numpy, pandas, scipy), never torch or transformers, and
 never the user's training script: the ``__main__`` module is hidden while the process is spawned, so a script
 without an ``if __name__ == "__main__"`` guard is not run again in the worker. Its BLAS is limited to one thread, so
-that it competes with training for one core at most, and it runs at a lower scheduling priority
-(:data:`WORKER_NICENESS` above the trainer's): where every core is busy training, the kernel gives the trainer the
-core first and the read the time left over (the trainer waits for a read only when it is needed, one read later).
+that it competes with training for one core at most.
 
 What the trainer's thread pays is kept small and independent of the log's length: a job (:class:`WorkerJob`)
 carries only the log entries added since the last job (the worker keeps the log and the reads it made,
@@ -226,17 +224,10 @@ def worker_pid() -> int:
     return os.getpid()
 
 
-#: how much nicer (lower priority) than the trainer the worker runs: 10, a background job's usual niceness
-WORKER_NICENESS = 10
-
-
 def _quiet_worker() -> None:
     """The worker ignores Ctrl-C (sent to the whole process group): the trainer handles it, and the worker is shut
-    down by its owner or at exit, not with a traceback of its own. It lowers its own priority by
-    :data:`WORKER_NICENESS` (where the platform lets it), so a busy core goes to training first."""
+    down by its owner or at exit, not with a traceback of its own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(AttributeError, OSError):  # no os.nice (Windows), or not permitted
-        os.nice(WORKER_NICENESS)
 
 
 @contextlib.contextmanager
