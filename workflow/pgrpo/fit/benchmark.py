@@ -12,7 +12,9 @@ part and split, and overall with every part weighted equally.
 
 Two oracles see the held-out values and are no methods: their own mean (the least RMSE of any constant forecast)
 and a cubic in the step least-squares fitted to them (the best smooth curve through the answer): a target under a
-cell's hindsight cubic cannot be met by any forecast that a cubic follows over the tail.
+cell's hindsight cubic cannot be met by any forecast that a cubic follows over the tail. On the generated
+closed-form curves a third bound is told their functional form and sees the early window only
+(:mod:`pgrpo.fit.family_oracle`): a target below its error is out of the early window's reach.
 """
 
 from __future__ import annotations
@@ -151,6 +153,26 @@ def hindsight_method(degree: int = 3) -> Method:
     return run
 
 
+#: a bound told the curve's functional form: the generating family least-squares fitted to the early window
+FAMILY_ORACLE = "oracle (true family fitted to the early window)"
+
+
+def family_oracle_method() -> Method:
+    """Not a method: :func:`pgrpo.fit.family_oracle.fit_family` on the early window of a generated curve, told its
+    family (closed-form curves only), with the early residuals' quantiles as its intervals: a target below its
+    error is out of reach of the early window (see :mod:`pgrpo.fit.family_oracle`)."""
+    from pgrpo.fit.family_oracle import fit_family
+
+    def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        fit = fit_family(str(curve.family), t, y)
+        mean, fitted = fit(steps), fit(t)
+        intervals, draws = _quantile_band(y - fitted, mean)
+        return Predictive(FAMILY_ORACLE, steps, mean, intervals, np.tile(mean, (10, 1)), draws, fitted,
+                          float(np.std(y - fitted)), details={"family": fit.family, "params": list(fit.params)})
+
+    return run
+
+
 def context_at_cut(curve: Curve, corpus_by_group: Mapping[str, Sequence[Curve]], fraction: float) -> RunContext:
     """The run's context with what is known at the cut: the siblings' and the eval column's points up to it."""
     base = curve.context
@@ -264,6 +286,8 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
             for name, method in methods.items():
                 if name == STAGED and not curve.components:
                     continue  # the staged method needs the reward functions' own logs
+                if name == FAMILY_ORACLE and not has_family_form(curve):
+                    continue  # told the form only where the generator made the curve
                 prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
                 fell_back = not prediction.success and name in BASELINES
                 if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
@@ -324,7 +348,16 @@ def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict
     methods[STAGED] = staged_method(settings)
     methods[ORACLE] = oracle_method()
     methods[HINDSIGHT] = hindsight_method()
+    methods[FAMILY_ORACLE] = family_oracle_method()
     return methods
+
+
+def has_family_form(curve: Curve) -> bool:
+    """Whether ``curve`` is a generated closed-form curve whose family has a form in
+    :data:`pgrpo.fit.family_oracle.FORMS`."""
+    from pgrpo.fit.family_oracle import FORMS
+
+    return curve.part == "closed-form" and curve.family in FORMS
 
 
 # ---- summaries ---------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
-from pgrpo.fit.benchmark import HINDSIGHT, ORACLE, summarize
+from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, summarize
 from pgrpo.stages.results_pages import (FACTS_NAME, figure_facts, headline_facts, pages_errors,
                                         reproducibility_facts, train_rise_facts, write_pages)
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
@@ -318,6 +318,9 @@ TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_
 #: whether a missed target is in any forecast's reach
 HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",
                          "stop_loss_share")
+#: the scores of the generating family fitted to the early window (``family_<key>``, closed-form cells only): the
+#: bound that says whether a missed target is in the early window's reach
+FAMILY_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio")
 
 
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
@@ -326,7 +329,8 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to
     persistence, and the plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best
     baseline; its scores against the truth (:data:`TRUTH_FACTS`, the truth's kind, the number of sweeps) and the
-    hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`). A generated family's own cell (``part: family``) is left
+    hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`), and where the part's curves are generated, the true family's
+    fitted to the early window (:data:`FAMILY_TRUTH_FACTS`; None elsewhere). A generated family's own cell (``part: family``) is left
     out."""
     path = Path(benchmark_csv)
     if not path.is_file():
@@ -351,6 +355,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
         best = r.get("best_baseline")
         oracle = by_cell.get((part, split, ORACLE), {})
         hindsight = by_cell.get((part, split, HINDSIGHT), {})
+        family = by_cell.get((part, split, FAMILY_ORACLE), {}) if part != "overall" else {}
         out.append({"part": part, "split": split, "curves": r["curves"], "rmse_ratio": _num(r["rmse_ratio"]),
                     "noise_floor_ratio": _num(r.get("noise_floor_ratio")), "best_baseline": best,
                     "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
@@ -366,6 +371,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                     **{key: _num(r.get(key)) for key in TRUTH_FACTS},
                     "truth_kind": r.get("truth_kind") or None, "sweeps": _num(r.get("sweeps")),
                     **{f"hindsight_{key}": _num(hindsight.get(key)) for key in HINDSIGHT_TRUTH_FACTS},
+                    **{f"family_{key}": _num(family.get(key)) for key in FAMILY_TRUTH_FACTS},
                     "fraction": fraction})
     return in_part_order(out)
 

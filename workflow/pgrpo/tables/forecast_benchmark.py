@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from pgrpo.fit.benchmark import HINDSIGHT, STAGED
+from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, STAGED
 from pgrpo.tables.render import finite_number, markdown_table
 
 #: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")
@@ -205,7 +205,7 @@ def benchmark_markdown(summary: Sequence[Mapping[str, Any]], lever_summary: Sequ
         if rows:
             md += [f"## f = {fraction}", "", _table(rows), ""]
     truth_rows = [r for r in summary if finite_number(r.get("mean_rmse_ratio"))
-                  and r["method"] in ("forecaster", "persistence", STAGED, HINDSIGHT)]
+                  and r["method"] in ("forecaster", "persistence", STAGED, HINDSIGHT, FAMILY_ORACLE)]
     if truth_rows:
         md += [f"## Against the truth and in decisions: verdict at f = {TARGET_FRACTION}", "",
                "The forecast judged as users decide (issue 21): the mean curve against the true mean (the bandit's "
