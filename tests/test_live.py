@@ -373,6 +373,47 @@ def test_the_real_reward_runs_to_its_end_with_pgrpo_keys_in_the_log_history(tiny
     assert payload["modes"]["truncation"]["thresholds"]  # the cap came from args.max_completion_length
 
 
+class _Holder:
+    """A stand-in for a Trainer in the two ordering tests: its callback_handler is transformers' real one."""
+
+    def __init__(self, callbacks):
+        from transformers.trainer_callback import CallbackHandler
+
+        self.callback_handler = CallbackHandler(callbacks, None, None, None, None)
+
+
+def _tracker_callbacks():
+    from transformers.trainer_callback import DefaultFlowCallback, PrinterCallback
+
+    return [DefaultFlowCallback(), PrinterCallback()]  # the places a trainer's own callbacks and trackers hold
+
+
+def test_attach_puts_the_callback_first_once():
+    from pgrpo.live import DynamicsCallback
+
+    trackers = _tracker_callbacks()
+    holder = _Holder(trackers)
+    callback = DynamicsCallback(background=False)
+    assert callback.attach(holder) is callback
+    callback.attach(holder)  # twice: still one
+    assert holder.callback_handler.callbacks == [callback, *trackers]
+    with pytest.raises(TypeError, match="callback_handler"):
+        callback.attach(object())
+
+
+def test_a_callback_given_last_moves_ahead_of_the_trackers_when_training_begins(tmp_path):
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from pgrpo.live import DynamicsCallback
+
+    trackers = _tracker_callbacks()
+    callback = DynamicsCallback(background=False, verbose=False)
+    holder = _Holder([*trackers, callback])
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
+    holder.callback_handler.on_train_begin(args, TrainerState(), TrainerControl())
+    assert holder.callback_handler.callbacks == [callback, *trackers]
+
+
 # ---- the workflow's runs ----------------------------------------------------------------------------------------
 
 

@@ -117,6 +117,20 @@ class DynamicsCallback(TrainerCallback):
         self._pending_cost: ReadCost | None = None
         self._sent, self._sent_last = 0, None  # the log entries the worker has, and the last of them
 
+    def attach(self, trainer) -> "DynamicsCallback":
+        """Add this callback to ``trainer`` (any ``transformers.Trainer``, TRL's ``GRPOTrainer`` included) as its
+        first callback, ahead of the trackers the trainer added itself (W&B, trackio, TensorBoard), so that the
+        ``pgrpo/*`` keys a read adds to a log reach them: ``DynamicsCallback(every=10).attach(trainer)``. Attaching
+        twice keeps one. Returns the callback. A callback given in ``callbacks=[...]`` or through
+        ``trainer.add_callback`` instead moves itself to the front when training begins."""
+        handler = getattr(trainer, "callback_handler", None)
+        callbacks = getattr(handler, "callbacks", None)
+        if not isinstance(callbacks, list):
+            raise TypeError(f"attach(trainer): {type(trainer).__name__} has no callback_handler.callbacks list "
+                            "(a transformers.Trainer has one)")
+        callbacks[:] = [self] + [c for c in callbacks if c is not self]
+        return self
+
     # ---- the trainer's events ------------------------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -338,8 +352,10 @@ class DynamicsCallback(TrainerCallback):
             self._warn(f"could not write live.json: {type(error).__name__}: {error}", state)
 
     def _first_in_line(self) -> None:
-        """Move this callback ahead of the trackers (W&B, trackio, TensorBoard run before user callbacks), so the
-        keys it adds to a log reach them: the handler is the caller of this event."""
+        """For a callback not attached with :meth:`attach`: move it ahead of the trackers (W&B, trackio, TensorBoard
+        run before user callbacks), so the keys it adds to a log reach them. The handler is the caller of this
+        event (``CallbackHandler.call_event``), found on the stack; where it is not, the keys still reach
+        ``state.log_history`` and the callbacks after this one."""
         try:
             frame = sys._getframe(2)  # on_train_begin <- CallbackHandler.call_event
             handler = frame.f_locals.get("self")
