@@ -94,7 +94,12 @@ def results(tmp_path):
             {"run": "lr0.002_kref1", "eta": 0.002, "k_ref": 1, "label": "monotone", "predicted": "monotone",
              "agrees": True, "k_eta_k_ref": 0.001, "zeta": 3.2, "crossings": 0},
             {"run": "lr0.008_kref16", "eta": 0.008, "k_ref": 16, "label": "collapsed", "predicted": "overshoot",
-             "agrees": False, "k_eta_k_ref": 0.064, "zeta": None, "crossings": 2}]}).replace("NaN", "NaN"))
+             "agrees": False, "k_eta_k_ref": 0.064, "zeta": None, "crossings": 2}],
+        "arms": {"adam": {"optimizer": "adam", "baseline": "adam/baseline", "measured": True,
+                          "stiffness": {"K": 0.08, "r2": 0.9, "relative_se": 0.2}, "agreement": {"agree": 0, "judged": 1},
+                          "runs": [{"run": "adam/lr0.0005_kref4", "eta": 0.0005, "map_eta": 0.066, "k_ref": 4,
+                                    "label": "monotone", "predicted": "oscillatory", "agrees": False,
+                                    "k_eta_k_ref": 0.02, "zeta": 0.9}]}}}).replace("NaN", "NaN"))
     model = r / "model" / "tiny"
     write(model / "warmstart.json", json.dumps({"parameters": 850_000, "heldout": {
         "sampled": 0.25, "greedy": 0.625, "n": 256, "temperature": 0.8}}))
@@ -197,6 +202,8 @@ def test_facts_are_the_numbers_of_the_results(results):
                              {"claim": "Eq. 12 with the G-free K at p*", "verdict": "not"}]  # p*'s star kept
     k = facts["kref_sweep"]
     assert (k["K"], k["baseline"], k["agree"], k["judged"]) == (0.5, "lr0.002_kref1", 1, 2)
+    assert [(a["arm"], a["K"], a["r2"], a["agree"], a["judged"], [r["map_eta"] for r in a["runs"]])
+            for a in k["arms"]] == [("adam", 0.08, 0.9, 0, 1, [0.066])]
     assert [(r["eta"], r["k_ref"], r["label"], r["agrees"], r["zeta"]) for r in k["runs"]] == [
         (0.002, 1, "monotone", True, 3.2), (0.008, 16, "collapsed", False, None)]
     timings = {t["stage"]: t for t in facts["timings"]}
@@ -315,8 +322,9 @@ def test_the_results_page_shows_each_stage_with_its_figure_and_verdict(results):
         "- `tiny`, across G: **benign**",
         "**-0.754 ± 0.017** (95% interval [-0.795, -0.712]); between the two largest G -0.891",
         "- Prop. 10: Var(p) scales as 1/G: **partly**", "- Eq. 12 with the G-free K at p\\*: **not**",
-        "K = 0.5 from the baseline `lr0.002_kref1`; **1 of 2** classifiable runs agree",
-        "| 0.008 | 16 | collapsed | overshoot | **no** | 0.064 | n/a |",
+        "- `adam`: K = 0.08 from the baseline `adam/baseline`, R² 0.900, relative s.e. 20%; **0 of 1** classifiable "
+        "cells agree",  # per arm, with its own K
+        "| adam | 0.066 | 4 | monotone | oscillatory | **no** | 0.2 | 0.9 |",  # eta: the map's; x = 0.02 / (1 - 0.9)
         "*A rerun*: sympy: deterministic: bitwise the same on a rerun",
         "*A rerun*: torch CPU warm start and sampling and torch CPU GRPO training: seeded: bitwise the same",
     ]

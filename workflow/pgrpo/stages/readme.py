@@ -242,9 +242,19 @@ def kref_sweep_facts(summary_json: str) -> dict:
     keys = ("run", "eta", "k_ref", "label", "predicted", "agrees", "k_eta_k_ref", "zeta")
     runs = [{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k))) for k in keys}
             for r in d.get("runs") or []]
+    arms = []
+    for name, arm in (d.get("arms") or {}).items():  # per optimizer arm: its own K, fit and agreement
+        stiffness, counted = arm.get("stiffness") or {}, arm.get("agreement") or {}
+        arms.append({"arm": str(name), "optimizer": str(arm.get("optimizer", name)), "baseline": str(arm.get("baseline")),
+                     "K": _num(stiffness.get("K")), "r2": _num(stiffness.get("r2")),
+                     "relative_se": _num(stiffness.get("relative_se")), "measured": arm.get("measured"),
+                     "agree": _num(counted.get("agree")), "judged": _num(counted.get("judged")),
+                     "runs": [{**{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k)))
+                                  for k in keys}, "map_eta": _num(r.get("map_eta", r.get("eta")))}
+                              for r in arm.get("runs") or []]})
     return {"K": _num((d.get("stiffness") or {}).get("K")), "baseline": str(d.get("baseline")), "mu": _num(d.get("mu")),
             "agree": _num(agreement.get("agree")), "judged": _num(agreement.get("judged")), "runs": runs,
-            "jobs": [str(j) for j in d.get("jobs") or []]}  # every job of the sweep (arm/run, baselines too)
+            "arms": arms, "jobs": [str(j) for j in d.get("jobs") or []]}  # every job of the sweep (arm/run, baselines too)
 
 
 def _job_seconds(tsv: Path) -> float | None:
