@@ -81,6 +81,8 @@ rule diagnose_benchmark:
         ),
     log:
         "logs/diagnose_benchmark.log",
+    benchmark:
+        "results/benchmarks/diagnose_benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:

@@ -11,6 +11,8 @@ rule prepare_benchmark:
         meta="results/data/benchmarks/{benchmark}.meta.json",
     log:
         "logs/prepare_benchmark/{benchmark}.log",
+    benchmark:
+        "results/benchmarks/prepare_benchmark/{benchmark}.tsv"
     wildcard_constraints:
         benchmark=r"[^/]+",
     conda:

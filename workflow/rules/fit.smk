@@ -142,6 +142,8 @@ rule forecast_benchmark:
         ),
     log:
         "logs/forecast/benchmark.log",
+    benchmark:
+        "results/benchmarks/forecast_benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     resources:
