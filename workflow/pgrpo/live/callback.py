@@ -128,8 +128,12 @@ class DynamicsCallback(TrainerCallback):
         if not isinstance(callbacks, list):
             raise TypeError(f"attach(trainer): {type(trainer).__name__} has no callback_handler.callbacks list "
                             "(a transformers.Trainer has one)")
-        callbacks[:] = [self] + [c for c in callbacks if c is not self]
+        self._put_first(callbacks)
         return self
+
+    def _put_first(self, callbacks: list) -> None:
+        """This callback first in a handler's ``callbacks`` list, once (added if it was not there)."""
+        callbacks[:] = [self] + [c for c in callbacks if c is not self]
 
     # ---- the trainer's events ------------------------------------------------------------------------------
 
@@ -360,9 +364,8 @@ class DynamicsCallback(TrainerCallback):
             frame = sys._getframe(2)  # on_train_begin <- CallbackHandler.call_event
             handler = frame.f_locals.get("self")
             callbacks = getattr(handler, "callbacks", None)
-            if isinstance(callbacks, list) and self in callbacks and callbacks[0] is not self:
-                callbacks.remove(self)
-                callbacks.insert(0, self)
+            if isinstance(callbacks, list) and self in callbacks:
+                self._put_first(callbacks)
         except Exception:  # noqa: BLE001 - the keys still reach log_history and later callbacks
             pass
 

@@ -240,8 +240,11 @@ def kref_sweep_facts(summary_json: str) -> dict:
     d = _read_json(summary_json)
     agreement = d.get("agreement") or {}
     keys = ("run", "eta", "k_ref", "label", "predicted", "agrees", "k_eta_k_ref", "zeta")
-    runs = [{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k))) for k in keys}
-            for r in d.get("runs") or []]
+
+    def run_fact(r: dict) -> dict:
+        return {k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k))) for k in keys}
+
+    runs = [run_fact(r) for r in d.get("runs") or []]
     arms = []
     for name, arm in (d.get("arms") or {}).items():  # per optimizer arm: its own K, fit and agreement
         stiffness, counted = arm.get("stiffness") or {}, arm.get("agreement") or {}
@@ -249,8 +252,7 @@ def kref_sweep_facts(summary_json: str) -> dict:
                      "K": _num(stiffness.get("K")), "r2": _num(stiffness.get("r2")),
                      "relative_se": _num(stiffness.get("relative_se")), "measured": arm.get("measured"),
                      "agree": _num(counted.get("agree")), "judged": _num(counted.get("judged")),
-                     "runs": [{**{k: (r.get(k) if k in ("run", "label", "predicted", "agrees") else _num(r.get(k)))
-                                  for k in keys}, "map_eta": _num(r.get("map_eta", r.get("eta")))}
+                     "runs": [{**run_fact(r), "map_eta": _num(r.get("map_eta", r.get("eta")))}
                               for r in arm.get("runs") or []]})
     return {"K": _num((d.get("stiffness") or {}).get("K")), "baseline": str(d.get("baseline")), "mu": _num(d.get("mu")),
             "agree": _num(agreement.get("agree")), "judged": _num(agreement.get("judged")), "runs": runs,
