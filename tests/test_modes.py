@@ -129,6 +129,33 @@ def test_no_learning_says_how_the_noise_is_estimated(planted_reports):
     assert learning["flagged"] is False and learning["numbers"]["net_rise"] > learning["numbers"]["net_threshold"]
 
 
+@pytest.mark.parametrize("n, expected_power", [(10, 0.6135), (40, 1.1380), (120, 1.9384), (600, 4.3057)])
+def test_no_learning_severity_is_bounded_by_the_rise_the_run_has_ruled_out(n, expected_power):
+    """A flat reward logged every step with noise mirrored about the middle (x_i = x_(n+1-i)), so the least-squares
+    line is exactly flat. The line's rise over the span then has s.e. sd (n - 1) / sqrt(n (n^2 - 1) / 12), and the
+    one-sided 95% upper bound on it is 1.645 times that: the power margin (one point's noise s.d. over that bound)
+    is 1 / (1.645 sqrt(12 (n - 1) / (n (n + 1)))) (0.61, 1.14, 1.94, 4.31 at n = 10, 40, 120, 600), whatever the
+    noise's scale. The flag's severity is at most what that margin allows (cuts 1.5 and 3): at 10 points, low,
+    however clear the evidence."""
+    from pgrpo.diagnose.modes.record import severity_of
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+
+    half = np.random.default_rng(7).normal(0, 0.05, n // 2)
+    steps = np.arange(1, n + 1)
+    frame = pd.DataFrame({"step": steps, "reward": 0.4 + np.concatenate([half, half[::-1]])})
+    verdict = diagnose_curves(RunCurves("m", None, frame, "hand"), diagnostics_config(None)).verdicts.modes[
+        "no_learning"]
+    numbers = verdict.numbers
+    assert verdict.flagged is True and numbers["trend_rise"] == pytest.approx(0.0, abs=1e-12)
+    assert numbers["trend_upper"] == pytest.approx(1.645 * numbers["se_trend"], rel=1e-9)
+    assert numbers["power_margin"] == pytest.approx(expected_power, abs=1e-4)
+    assert numbers["margin"] == pytest.approx(min(expected_power, numbers["evidence_margin"]), abs=1e-4)
+    assert verdict.severity == severity_of(min(expected_power, numbers["evidence_margin"]))
+    if n == 10:
+        assert verdict.severity == "low" and numbers["evidence_margin"] > 1.5  # clear evidence, too little data
+    assert "excluded" in verdict.reason
+
+
 def test_regression_is_told_from_a_noisy_plateau(tmp_path):
     rng = np.random.default_rng(1)
     steps = np.arange(1, 301)

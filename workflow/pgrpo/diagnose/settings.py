@@ -71,6 +71,7 @@ class ConcentrationModeConfig:
 @dataclass(frozen=True)
 class NoLearningConfig:
     rise_over_noise: float = 3.0  # net rise (and peak rise) within this many standard errors: not learning
+    bound_z: float = 1.645  # one-sided z of the upper bound on the trend's rise that sets the severity (power)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,14 @@ the rise of the least-squares line over the run, ``slope x span``, against ``z``
 reported beside it: a fit whose plateau is within the noise of the start says the run is not going anywhere even if
 trained longer. A reward that rings (:mod:`~pgrpo.diagnose.modes.oscillation` flagged on it) moves beyond its noise:
 not flagged, whatever its early and late levels. Onset: the first logged step (a whole-run property).
+
+Severity reads how much rise the run has ruled out, not only how far it is from rising: a short run with little data
+has not crossed any threshold, yet it cannot exclude a rise either. The margin is the smaller of the evidence margin
+(threshold over the largest rise seen) and the power margin ``sd / (max(trend, 0) + bound_z x se_trend)``: one
+logged point's noise s.d. over the one-sided upper bound on the linear trend's rise
+(``z = modes.no_learning.bound_z``, 1.645 for 95%). A flag is ``high`` only once the run has excluded any rise above
+a third of one point's noise; at the first reads of a run (10 points) it is ``low``, so a live stop rule, which acts
+on ``medium`` and above, waits for the evidence.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ def rise_test(reward: Any, z: float) -> dict[str, float]:
     se_trend = reward.sd * span / spread if spread > 0 else float("inf")
     return {"early": reward.early, "late": reward.late, "net_rise": net, "net_threshold": max(z * se_net, floor),
             "peak_rise": peak, "peak_threshold": max((z + max_bias(k)) * se_peak, floor), "trend_rise": trend,
-            "trend_threshold": max(z * se_trend, floor), "noise_sd": reward.sd, "se_net": se_net,
+            "trend_threshold": max(z * se_trend, floor), "se_trend": se_trend, "noise_sd": reward.sd, "se_net": se_net,
             "window_points": reward.window, "n_points": reward.n}
 
 
@@ -52,11 +60,21 @@ def rise(test: dict[str, float]) -> bool:
             or test["trend_rise"] > test["trend_threshold"])
 
 
+def power_margin(test: dict[str, float], bound_z: float) -> tuple[float, float]:
+    """The one-sided upper bound on the linear trend's rise and the power margin ``noise_sd / bound`` (capped at
+    10): how many times smaller than one logged point's noise the largest rise the run still allows is."""
+    upper = max(test["trend_rise"], 0.0) + bound_z * test["se_trend"]
+    if not math.isfinite(upper):
+        return upper, 0.0
+    return upper, (min(test["noise_sd"] / upper, 10.0) if upper > 0 else 10.0)
+
+
 def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str, Any] | None = None,
                 oscillation: Any = None) -> ModeVerdict:
     cfg = config.modes.no_learning
-    thresholds = {"rise_over_noise": cfg.rise_over_noise, "early_fraction": config.early_fraction,
-                  "late_fraction": config.late_fraction, "smoothing_fraction": config.modes.smoothing_fraction}
+    thresholds = {"rise_over_noise": cfg.rise_over_noise, "bound_z": cfg.bound_z,
+                  "early_fraction": config.early_fraction, "late_fraction": config.late_fraction,
+                  "smoothing_fraction": config.modes.smoothing_fraction}
     reward = curve(curves, "reward", config)
     if reward is None:
         why, missing = missing_reason(curves, "reward", config)
@@ -85,5 +103,10 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
     evidence = max(abs(numbers["net_rise"]) / numbers["net_threshold"],
                    max(numbers["peak_rise"], 0) / numbers["peak_threshold"],
                    max(numbers["trend_rise"], 0) / numbers["trend_threshold"])
-    margin = min(1 / evidence, 10.0) if evidence > 0 else 10.0
-    return flagged(NO_LEARNING, "not learning", text, reward.steps[0], margin, numbers, thresholds)
+    evidence_margin = min(1 / evidence, 10.0) if evidence > 0 else 10.0
+    upper, power = power_margin(numbers, cfg.bound_z)
+    numbers.update(trend_upper=upper, evidence_margin=evidence_margin, power_margin=power)
+    text += (f"; a rise above {fmt(upper)} excluded (one-sided, z {fmt(cfg.bound_z)}), {fmt(power)}x below one "
+             f"point's noise")
+    return flagged(NO_LEARNING, "not learning", text, reward.steps[0], min(evidence_margin, power), numbers,
+                   thresholds)
