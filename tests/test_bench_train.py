@@ -115,3 +115,19 @@ def test_lockstep_lets_the_other_run_on_when_one_fails_before_training():
     for thread in threads:
         thread.join(timeout=30)
     assert finished == ["b"]
+
+
+def test_live_reads_are_charged_to_the_timed_steps_they_ran_in(tmp_path):
+    """A read at step k runs in step k+1's interval: of reads at 2, 10, 20 and 33 in a 33-step run with 3 warm-up
+    steps, the timed window (steps 3-32) pays the reads at 10 and 20: (0.5 + 0.1) / 30 s a step; every read is
+    listed, the first (the worker's start-up) included."""
+    import json
+
+    bench = _load("bench_train")
+    (tmp_path / "pgrpo").mkdir()
+    reads = [{"step": 2, "seconds": 0.9}, {"step": 10, "seconds": 0.5}, {"step": 20, "seconds": 0.1},
+             {"step": 33, "seconds": 0.2}]
+    (tmp_path / "pgrpo" / "live.json").write_text(json.dumps({"live": {"reads": reads}}))
+    assert bench.live_reads(tmp_path) == [(2.0, 0.9), (10.0, 0.5), (20.0, 0.1), (33.0, 0.2)]
+    assert bench.live_read_seconds(tmp_path, 3, 33) == pytest.approx(0.6 / 30)
+    assert bench.live_reads(tmp_path / "nowhere") == []
