@@ -440,3 +440,36 @@ def test_benchmark_refuses_a_label_file_naming_a_missing_log(tmp_path):
     with pytest.raises(InputError, match="absent.json"):
         run_diagnose_benchmark(str(tmp_path / "out"), str(tmp_path))
     assert not (tmp_path / "out").exists()  # nothing written before the input is checked
+
+
+def test_spikes_are_points_over_factor_times_the_median_of_the_previous_usable_window():
+    """pgrpo.diagnose.modes.signals.spikes against its definition written as a plain loop: for each point, the median
+    of the last ``window`` earlier values that are finite, positive and marked as reference (at least 2 of them);
+    a spike exceeds ``factor`` x that median and the median by ``min_excess``. Random logs with zeros, NaN and inf."""
+    from pgrpo.diagnose.modes.signals import spikes
+
+    def by_definition(values, factor, window, min_excess, reference):
+        usable = np.isfinite(values) & (values > 0) & (True if reference is None else reference)
+        out = []
+        for i in range(values.size):
+            previous = values[:i][usable[:i]][-window:]
+            if previous.size >= 2:
+                level = float(np.median(previous))
+                if values[i] > factor * level and values[i] - level >= min_excess:
+                    out.append(i)
+        return out
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n = int(rng.integers(0, 60))
+        values = rng.lognormal(0, 1.5, n)
+        values[rng.uniform(size=n) < 0.1] = 0.0
+        values[rng.uniform(size=n) < 0.05] = np.nan
+        if n and rng.uniform() < 0.3:
+            values[rng.integers(0, n)] = np.inf
+        reference = rng.uniform(size=n) < 0.8 if rng.uniform() < 0.5 else None
+        window, factor, excess = int(rng.integers(1, 25)), float(rng.uniform(1, 10)), float(rng.uniform(0, 1))
+        got = spikes(np.arange(n), values, factor, window, excess, reference)
+        assert got.tolist() == by_definition(values, factor, window, excess, reference)
+    # a hand case: 1, 1, 1, 10 with factor 5: the median of the three ones is 1, 10 > 5
+    assert spikes(np.arange(4), np.array([1.0, 1.0, 1.0, 10.0]), 5.0, 10).tolist() == [3]

@@ -169,15 +169,19 @@ def spikes(steps: np.ndarray, values: np.ndarray, factor: float, window: int, mi
     usable = np.isfinite(values) & (values > 0)
     if reference is not None:
         usable &= np.asarray(reference, bool)
-    out = []
-    for i in range(values.size):
-        previous = values[:i][usable[:i]][-window:]
-        if previous.size < 2:
-            continue
-        level = float(np.median(previous))
-        if values[i] > factor * level and values[i] - level >= min_excess:
-            out.append(i)
-    return np.asarray(out, int)
+    # the median of the last ``window`` usable values before each point, in one pass: a point with c usable values
+    # before it takes the median of usable[c - window:c] (all c of them while c < window)
+    usable_values = values[usable]
+    before = np.searchsorted(np.flatnonzero(usable), np.arange(values.size))
+    medians = np.full(usable_values.size + 1, np.nan)
+    for count in range(2, min(window, usable_values.size + 1)):
+        medians[count] = np.median(usable_values[:count])
+    if window >= 2 and usable_values.size >= window:
+        medians[window:] = np.median(np.lib.stride_tricks.sliding_window_view(usable_values, window), axis=1)
+    level = medians[before]
+    with np.errstate(invalid="ignore"):
+        hit = (before >= 2) & (values > factor * level) & (values - level >= min_excess)
+    return np.flatnonzero(hit).astype(int)
 
 
 def bursts(indices: np.ndarray, count: int, span: int) -> int | None:
