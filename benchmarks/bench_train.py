@@ -280,10 +280,10 @@ def live_reads(out: Path) -> list[tuple[float, float]]:
     return [(float(r["step"]), float(r.get("seconds") or 0.0)) for r in reads]
 
 
-def live_read_seconds(out: Path, warmup: int, steps: int) -> float:
-    """Seconds per timed step that the workflow's live reads took (``pgrpo/live.json``: each read's ``seconds``;
-    a read at step k runs in step k+1's interval, so the reads at steps ``warmup`` to ``steps - 1``)."""
-    return sum(sec for step, sec in live_reads(out) if warmup <= step < steps) / (steps - warmup)
+def live_read_seconds(reads: list[tuple[float, float]], warmup: int, steps: int) -> float:
+    """Seconds per timed step that the live reads (:func:`live_reads`) took: a read at step k runs in step k+1's
+    interval, so the reads at steps ``warmup`` to ``steps - 1``."""
+    return sum(sec for step, sec in reads if warmup <= step < steps) / (steps - warmup)
 
 
 def compare(model_dir: str, data: dict, training: dict, G: int, seed: int, rounds: int, warmup: int,
@@ -299,11 +299,10 @@ def compare(model_dir: str, data: dict, training: dict, G: int, seed: int, round
     for r in range(rounds):
         clocks = run_pair(model_dir, data, training, G, seed, work / f"round{r}", ("workflow", "plain")[r % 2])
         same = same and clocks["workflow"].lengths == clocks["plain"].lengths
-        folder = work / f"round{r}" / f"G{G}.{('workflow', 'plain')[r % 2]}.workflow"
-        live.append(live_read_seconds(folder, warmup, len(clocks["workflow"].cpu)))
-        reads = [sec for _, sec in live_reads(folder)]
-        first_reads += reads[:1]
-        later_reads += reads[1:]
+        reads = live_reads(work / f"round{r}" / f"G{G}.{('workflow', 'plain')[r % 2]}.workflow")
+        live.append(live_read_seconds(reads, warmup, len(clocks["workflow"].cpu)))
+        first_reads += [sec for _, sec in reads[:1]]
+        later_reads += [sec for _, sec in reads[1:]]
         for kind, clock in clocks.items():
             times, wall_times = steady_state(clock.cpu, warmup), steady_state(clock.wall, warmup)
             generation = statistics.fmean(clock.generation[warmup:])
@@ -322,7 +321,9 @@ def compare(model_dir: str, data: dict, training: dict, G: int, seed: int, round
     print(f"  of the difference, the live reads (pgrpo/live.json's seconds of the reads in the timed steps): "
           f"{statistics.fmean(live):.3f} s/step, {live_share:.1%} of plain TRL's step", flush=True)
     if later_reads:
-        every = int((training.get("live") or {}).get("every") or 10)
+        from pgrpo.grpo.training_config import resolve_training
+
+        every = int(resolve_training(training)["live"]["every"])
         read = statistics.fmean(later_reads)
         print(f"  a live read after the first: {read:.3f} s mean, {statistics.median(later_reads):.3f} s median "
               f"(first read {statistics.fmean(first_reads):.3f} s: the worker's start-up, paid once); at every={every}, "

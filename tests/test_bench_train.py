@@ -129,5 +129,5 @@ def test_live_reads_are_charged_to_the_timed_steps_they_ran_in(tmp_path):
              {"step": 33, "seconds": 0.2}]
     (tmp_path / "pgrpo" / "live.json").write_text(json.dumps({"live": {"reads": reads}}))
     assert bench.live_reads(tmp_path) == [(2.0, 0.9), (10.0, 0.5), (20.0, 0.1), (33.0, 0.2)]
-    assert bench.live_read_seconds(tmp_path, 3, 33) == pytest.approx(0.6 / 30)
+    assert bench.live_read_seconds(bench.live_reads(tmp_path), 3, 33) == pytest.approx(0.6 / 30)
     assert bench.live_reads(tmp_path / "nowhere") == []

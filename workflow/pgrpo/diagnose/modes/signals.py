@@ -169,18 +169,15 @@ def spikes(steps: np.ndarray, values: np.ndarray, factor: float, window: int, mi
     usable = np.isfinite(values) & (values > 0)
     if reference is not None:
         usable &= np.asarray(reference, bool)
-    # the median of the last ``window`` usable values before each point, in one pass: a point with c usable values
-    # before it takes the median of usable[c - window:c] (all c of them while c < window)
-    usable_values = values[usable]
+    if window < 2:
+        return np.asarray([], int)
+    # a point with c usable values before it takes the median of the last min(c, window) of them (c >= 2): the
+    # rolling median of the usable values, one place later
+    medians = pd.Series(values[usable]).rolling(window, min_periods=2).median().to_numpy()
     before = np.searchsorted(np.flatnonzero(usable), np.arange(values.size))
-    medians = np.full(usable_values.size + 1, np.nan)
-    for count in range(2, min(window, usable_values.size + 1)):
-        medians[count] = np.median(usable_values[:count])
-    if window >= 2 and usable_values.size >= window:
-        medians[window:] = np.median(np.lib.stride_tricks.sliding_window_view(usable_values, window), axis=1)
-    level = medians[before]
+    level = np.concatenate([[np.nan], medians])[before]
     with np.errstate(invalid="ignore"):
-        hit = (before >= 2) & (values > factor * level) & (values - level >= min_excess)
+        hit = (values > factor * level) & (values - level >= min_excess)
     return np.flatnonzero(hit).astype(int)
 
 
