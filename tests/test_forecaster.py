@@ -554,3 +554,64 @@ def test_the_residual_drift_is_zero_for_explained_windows_and_grows_for_a_step_t
     assert np.allclose(residual_drift_sd(t, np.zeros(8), steps), 0.0)
     drift = residual_drift_sd(t, np.array([0.0, 0, 0, 0, 1, 1, 1, 1]), steps)
     assert np.allclose(drift, [0.0, math.sqrt(2.0 / 7.0), 3.0 * math.sqrt(1.0 / 7.0)])
+
+
+@pytest.mark.parametrize("law", ["exponential", "three_phase", "overdamped", "two_mode", "power_tail", "theory"])
+def test_each_grid_row_of_deficits_is_its_law_at_that_point_alone(law):
+    """The grid's deficits, computed for all points at once, are bitwise each point's own formula (laws.py and
+    shape_grid.py, one point and a row of times), so the vectorised grid changes no forecast."""
+    from pgrpo.fit.laws import deficit_exponential, deficit_overdamped, deficit_three_phase
+    from pgrpo.fit.shape_grid import deficit_power_tail, shape_grid, theory_deficit
+
+    def alone(shape: dict) -> np.ndarray:
+        if law == "exponential":
+            return deficit_exponential(t, shape["lambda"])
+        if law == "three_phase":
+            return deficit_three_phase(t, shape["omega_n"])
+        if law == "overdamped":
+            return deficit_overdamped(t, shape["omega_n"], shape["zeta"])
+        if law == "two_mode":
+            w = shape["w_slow"]
+            return w * np.exp(-shape["slow"] * t) + (1.0 - w) * np.exp(-shape["fast"] * t)
+        if law == "power_tail":
+            return deficit_power_tail(t, shape["rate"], shape["alpha"])
+        return theory_deficit(t, shape["omega_n"], shape["zeta"])
+
+    t = np.concatenate([np.arange(0.0, 300.0, 1.0), [1e-9, 0.5, 1e4]])
+    grid = shape_grid(law, 1e-3, 1.5, mu=0.9, k_ref=2.0)
+    together = grid.deficits(t)
+    assert together.shape == (len(grid.shapes), t.size)
+    for row, shape in zip(together, grid.shapes):
+        assert np.array_equal(row, alone(shape))
+    assert np.array_equal(grid.deficits(t), together)  # the cached parameter columns give the same again
+
+
+def test_an_amplitude_draw_is_numpys_multivariate_normal_from_the_same_generator():
+    """``_amplitude_draw`` reuses one SVD factor per grid point; its draws are those of
+    ``Generator.multivariate_normal(mean, scale * cov)`` from a generator in the same state, near-singular and
+    slightly indefinite covariances included, and a point with a non-finite covariance keeps its best amplitudes."""
+    from pgrpo.fit.forecaster import LawFit, _amplitude_draw
+    from pgrpo.fit.shape_grid import shape_grid
+
+    source = np.random.default_rng(3)
+    covs = []
+    for k in range(40):
+        a = source.standard_normal((2, 2)) * 10 ** source.uniform(-6, 2)
+        cov = a @ a.T
+        if k % 5 == 0:
+            cov[0, 1] = cov[1, 0] = math.sqrt(cov[0, 0] * cov[1, 1]) * (1 + 1e-7)
+        covs.append(cov)
+    covs.append(np.full((2, 2), np.nan))
+    grid = shape_grid("exponential", 1e-3, 1.0)
+    n = len(covs)
+    fit = LawFit("exponential", grid, np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n), 10, 3, np.array(covs))
+    ours, numpys, factors = np.random.default_rng(11), np.random.default_rng(11), {}
+    for repeat in range(3):
+        for i in range(n):
+            mean = (0.1 * i, 0.5 + 0.01 * i)
+            got = _amplitude_draw(fit, i, *mean, 1.7, ours, factors)
+            if i == n - 1:
+                assert got == mean
+                continue
+            want = numpys.multivariate_normal(mean, fit.cov[i] * 1.7, check_valid="ignore")
+            assert got == (float(want[0]), float(want[1]))

@@ -466,3 +466,23 @@ def test_the_page_shades_each_flagged_episode_on_the_reward_curve():
     assert "truncation" not in svg  # not flagged: no span
     assert svg in live_html(payload)
     assert curve_svg({"modes": {}, "live": {}}) == ""  # no curve, no plot
+
+
+def test_bench_read_prints_one_row_per_log_length(capsys):
+    """benchmarks/live/bench_read.py times real reads (no timing is asserted): one row per ``--rows``, the mean per
+    read at the default cadence ((forecast_every - 1) x diagnose + forecast) / forecast_every, its share of
+    ``every`` steps of ``--step-seconds``."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "live" / "bench_read.py"
+    spec = importlib.util.spec_from_file_location("bench_read_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--rows", "30", "60", "--repeats", "1", "--total", "90", "--step-seconds", "2"])
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)ms\s+(\d+)ms\s+(\d+)ms\s+([\d.]+)%$", capsys.readouterr().out, re.M)
+    assert [r[0] for r in rows] == ["30", "60"]
+    for _, diagnose, both, mean, share in rows:
+        assert abs(int(mean) - (2 * int(diagnose) + int(both)) / 3) <= 1.0  # rounded to whole ms
+        assert float(share) == pytest.approx(int(mean) / (10 * 2000) * 100, abs=0.01 + 0.5 / 200)

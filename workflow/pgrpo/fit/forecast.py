@@ -209,8 +209,8 @@ class RunForecast:
                           if w >= 0.005) or "none"
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(dataclasses.replace(self, plateau_draws=None))
-        data.pop("plateau_draws")
+        # a shallow record: finite_or_none builds new dicts and lists all the way down (no deep copy needed)
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "plateau_draws"}
         if not data["target"]:
             data.pop("target")
         data["law"] = self.law

@@ -511,10 +511,14 @@ def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds
     post = np.exp(log_post - np.max(log_post))
     post = post / post.sum()
     idx = rng.choice(post.size, size=count, p=post)
-    D_future = fit.grid.deficits(steps)
-    D_early = fit.grid.deficits(t)
+    # the deficits of the drawn grid rows only (each row is computed on its own, so this is the full grid's row)
+    drawn = np.unique(idx)
+    row_of = {int(i): r for r, i in enumerate(drawn)}
+    drawn_grid = ShapeGrid(fit.law, [fit.grid.shapes[int(i)] for i in drawn], fit.grid.k)
+    D_future, D_early = drawn_grid.deficits(steps), drawn_grid.deficits(t)
     out_future = np.empty((count, steps.size))
     out_early = np.empty((count, t.size))
+    factors: dict[int, np.ndarray | None] = {}
     for j, i in enumerate(idx):
         r0, ri = fit.r0[i], fit.rinf[i]
         sd = math.sqrt(scale / max(math.exp(fit.logdet[i]), 1e-300)) if fit.law == FLAT else None
@@ -525,25 +529,36 @@ def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds
                 out_early[j] = _clip_to(r0, bounds)
                 continue
         else:
-            r0, ri = _amplitude_draw(fit, i, r0, ri, scale, rng)
+            r0, ri = _amplitude_draw(fit, i, r0, ri, scale, rng, factors)
         r0, ri = _clip_to(r0, bounds), _clip_to(ri, bounds)
-        out_future[j] = ri - (ri - r0) * D_future[i]
-        out_early[j] = ri - (ri - r0) * D_early[i]
+        out_future[j] = ri - (ri - r0) * D_future[row_of[int(i)]]
+        out_early[j] = ri - (ri - r0) * D_early[row_of[int(i)]]
     return out_future, out_early
 
 
 def _clip_to(value: float, bounds: tuple[float, float] | None) -> float:
-    """``value`` clipped to ``bounds`` (the reward's range), or as it is without bounds."""
-    return float(np.clip(value, *bounds)) if bounds is not None else float(value)
+    """``value`` clipped to ``bounds`` (the reward's range), or as it is without bounds (NaN stays NaN)."""
+    return float(min(max(value, bounds[0]), bounds[1])) if bounds is not None else float(value)
 
 
-def _amplitude_draw(fit: LawFit, i: int, r0: float, ri: float, scale: float,
-                    rng: np.random.Generator) -> tuple[float, float]:
-    """``(R0, R_inf)`` from their Gaussian conditional at grid point ``i``: covariance ``scale (X^T W X)^-1``."""
-    if fit.cov is None or not np.all(np.isfinite(fit.cov[i])):
+def _amplitude_draw(fit: LawFit, i: int, r0: float, ri: float, scale: float, rng: np.random.Generator,
+                    factors: dict[int, np.ndarray | None] | None = None) -> tuple[float, float]:
+    """``(R0, R_inf)`` from their Gaussian conditional at grid point ``i``: covariance ``C = scale (X^T W X)^-1``,
+    drawn as ``numpy.random.Generator.multivariate_normal`` does (``mean + z U sqrt(S)`` from the SVD ``C = U S V^T``,
+    ``z`` two standard normals: the same numbers from the same generator), with the factor of each grid point
+    computed once per call of :func:`_law_draws` (``factors``) instead of once per draw."""
+    factors = {} if factors is None else factors
+    if i not in factors:
+        if fit.cov is None or not np.all(np.isfinite(fit.cov[i])):
+            factors[i] = None
+        else:
+            u, s, _ = np.linalg.svd(fit.cov[i] * scale)
+            factors[i] = (u * np.sqrt(s)).T
+    factor = factors[i]
+    if factor is None:
         return r0, ri
-    draw = rng.multivariate_normal([r0, ri], fit.cov[i] * scale, check_valid="ignore")
-    return float(draw[0]), float(draw[1])
+    draw = np.array([r0, ri]) + rng.standard_normal(2).reshape(1, 2) @ factor
+    return float(draw[0, 0]), float(draw[0, 1])
 
 
 def _window_notes(fit: LawFit, t: np.ndarray, weight: float) -> list[str]:

@@ -64,8 +64,13 @@ def overdamped_poles(omega_n: float, zeta: float) -> tuple[float, float]:
 def deficit_overdamped(t: np.ndarray, omega_n: float, zeta: float) -> np.ndarray:
     """Two-pole response from rest, ``(b e^{-at} - a e^{-bt}) / (b - a)``, written as
     ``e^{-at} [1 + a t phi((b - a) t)]`` with ``phi(x) = (1 - e^{-x}) / x`` so that zeta -> 1 is exact."""
-    t = np.asarray(t, dtype=float)
     a, b = overdamped_poles(omega_n, zeta)
+    return deficit_from_poles(np.asarray(t, dtype=float), a, b)
+
+
+def deficit_from_poles(t: np.ndarray, a: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
+    """:func:`deficit_overdamped` from its slow and fast poles ``a <= b`` (scalars, or columns against a row of
+    times ``t``)."""
     x = (b - a) * t
     with np.errstate(invalid="ignore", divide="ignore"):
         phi = np.where(np.abs(x) < 1e-8, 1.0 - x / 2.0, -np.expm1(-x) / np.where(x == 0, 1.0, x))

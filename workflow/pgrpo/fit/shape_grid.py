@@ -14,7 +14,7 @@ On the grid the amplitudes ``(R0, R_inf)`` are linear, so each law is fitted by 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,9 +23,11 @@ from pgrpo.fit.laws import (
     OVERDAMPED,
     THREE_PHASE,
     deficit_exponential,
+    deficit_from_poles,
     deficit_overdamped,
     deficit_three_phase,
     deficit_underdamped,
+    overdamped_poles,
 )
 
 FLAT = "flat"
@@ -83,26 +85,44 @@ class ShapeGrid:
     law: str
     shapes: list[dict[str, float]]
     k: int
+    _column_cache: dict[str, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     def deficits(self, t: np.ndarray) -> np.ndarray:
+        """The deficit of every grid point at times ``t``, shape ``(points, t.size)``: the laws' own formulas on a
+        column of shape parameters against a row of times, each element the same arithmetic as the point alone."""
         t = np.asarray(t, float)
         if self.law == FLAT:
             return np.ones((1, t.size))
-        rows = []
-        for s in self.shapes:
-            if self.law == EXPONENTIAL:
-                rows.append(deficit_exponential(t, s["lambda"]))
-            elif self.law == THREE_PHASE:
-                rows.append(deficit_three_phase(t, s["omega_n"]))
-            elif self.law == OVERDAMPED:
-                rows.append(deficit_overdamped(t, s["omega_n"], s["zeta"]))
-            elif self.law == TWO_MODE:
-                rows.append(s["w_slow"] * np.exp(-s["slow"] * t) + (1.0 - s["w_slow"]) * np.exp(-s["fast"] * t))
-            elif self.law == POWER_TAIL:
-                rows.append(deficit_power_tail(t, s["rate"], s["alpha"]))
-            else:
-                rows.append(theory_deficit(t, s["omega_n"], s["zeta"]))
-        return np.array(rows)
+        column = self._columns()
+        row = t[None, :]
+        if self.law == EXPONENTIAL:
+            return deficit_exponential(row, column["lambda"])
+        if self.law == THREE_PHASE:
+            return deficit_three_phase(row, column["omega_n"])
+        if self.law == TWO_MODE:
+            w = column["w_slow"]
+            return w * np.exp(-column["slow"] * row) + (1.0 - w) * np.exp(-column["fast"] * row)
+        if self.law == POWER_TAIL:  # one exponent at a time: numpy's power has exact shortcuts for a scalar one
+            alphas, out = column["alpha"][:, 0], np.empty((len(self.shapes), t.size))
+            for alpha in np.unique(alphas):
+                rows = alphas == alpha
+                out[rows] = deficit_power_tail(row, column["rate"][rows], float(alpha))
+            return out
+        if self.law == OVERDAMPED:
+            return deficit_from_poles(row, column["slow_pole_exact"], column["fast_pole"])
+        return np.array([theory_deficit(t, s["omega_n"], s["zeta"]) for s in self.shapes]).reshape(-1, t.size)
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """The grid's shape parameters as ``(points, 1)`` columns (the overdamped poles as Prop. 14 gives them),
+        computed once per grid."""
+        if self._column_cache is None:
+            names = self.shapes[0].keys() if self.shapes else ()
+            columns = {name: np.array([s[name] for s in self.shapes], float)[:, None] for name in names}
+            if self.law == OVERDAMPED:
+                poles = np.array([overdamped_poles(s["omega_n"], s["zeta"]) for s in self.shapes], float)
+                columns["slow_pole_exact"], columns["fast_pole"] = poles[:, :1], poles[:, 1:]
+            self._column_cache = columns
+        return self._column_cache
 
 
 def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = None,

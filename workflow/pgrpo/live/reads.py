@@ -40,8 +40,8 @@ PLATEAU_RULE = "plateau_below"
 #: fewest reward points before K is measured from the early slope
 MIN_POINTS_FOR_K = 10
 
-#: the forecast runs at every this many reads by default (measured by benchmarks/live/bench_overhead.py: a read
-#: that diagnoses costs ~0.05 s, one that also forecasts ~0.2-0.6 s on one core)
+#: the forecast runs at every this many reads by default (measured by benchmarks/live/bench_read.py: a read that
+#: diagnoses costs ~0.03 s, one that also forecasts ~0.1-0.15 s on one core, for logs of 100-1000 rows)
 DEFAULT_FORECAST_EVERY = 3
 
 #: reads by which the callback's stop lags the read that decided it by default: its reads run in a background
@@ -60,7 +60,7 @@ class LiveSettings:
     reward_range: tuple[float, float] | None = None
     max_completion_length: int | None = None
     #: forecast at every ``forecast_every``-th read (the 3rd, 6th, ...; 1: every read, 0: never); the reads between
-    #: carry the latest forecast forward (its cost is ~5-10x the diagnosis': see benchmarks/live/bench_overhead.py)
+    #: carry the latest forecast forward (its cost is ~4-5x the diagnosis': see benchmarks/live/bench_read.py)
     forecast_every: int = DEFAULT_FORECAST_EVERY
     #: the diagnose rule set (``ours``; ``toolkit``: the post-training toolkit's rules, for the live benchmark)
     rule_set: str = "ours"
@@ -293,8 +293,8 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
                                  batch=batch, mu=_number(meta.get("mu")), k_ref=_number(meta.get("k_ref")),
                                  eval_series=eval_series)
             result = forecast_run(steps, values, fraction, total, context, ForecasterSettings(), "reward")
-            read.forecast = result.to_dict()
-            read.forecast.pop("forecast", None)  # the per-step path: kept out of the per-read record
+            read.forecast = replace(result, forecast={}).to_dict()  # the per-step path: kept out of the read
+            read.forecast.pop("forecast", None)
         else:
             read.forecast = {"success": False, "message": "no reward logged yet"}
     except Exception as error:  # noqa: BLE001
