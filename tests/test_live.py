@@ -486,3 +486,50 @@ def test_bench_read_prints_one_row_per_log_length(capsys):
     for _, diagnose, both, mean, share in rows:
         assert abs(int(mean) - (2 * int(diagnose) + int(both)) / 3) <= 1.0  # rounded to whole ms
         assert float(share) == pytest.approx(int(mean) / (10 * 2000) * 100, abs=0.01 + 0.5 / 200)
+
+
+def _two_function_history(acc_rises: bool, steps: int = 60) -> list[dict]:
+    """A run that logs two reward functions, ``fmt`` rising to 1 by step ~30 and ``acc`` either still at its floor
+    (a correctness reward that has not paid yet: 16 completions at a 2% success rate) or rising too, with fmt
+    rising only to 0.5 so that the sum levels off at 1 either way."""
+    rng = np.random.default_rng(4)
+    history = []
+    for step in range(1, steps + 1):
+        if acc_rises:
+            fmt = 0.5 * (1 - math.exp(-step / 8)) + rng.normal(0, 0.02)
+            acc = 0.5 * (1 - math.exp(-step / 10)) + rng.normal(0, 0.02)
+        else:
+            fmt = 1 - math.exp(-step / 8) + rng.normal(0, 0.03)
+            acc = rng.binomial(16, 0.02) / 16
+        history.append({"step": step, "reward": fmt + acc, "rewards/fmt/mean": fmt, "rewards/acc/mean": acc,
+                        "loss": 0.0})
+    return history
+
+
+def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones_headroom():
+    """stop_if_plateau_below=1.5 on a run whose total reward levels off at 1 by step 30 of 200: when one reward
+    function has not started to rise, its headroom (undeclared: the span the other shows by the cut, ~1) lifts the
+    summed plateau's upper 80% bound to about 1 + 1 = 2 (half of the draws rise), so the run is not stopped; when
+    both have risen, the summed band stays near 1 and the rule stops at the second forecast, saying which plateau
+    it read. Without the rule no per-function forecast is made (it costs one forecast per function)."""
+    from pgrpo.live.reads import curves_from_history, read_curves
+    from pgrpo.stages.live import replay_curves
+
+    settings = LiveSettings(every=10, stop_if_plateau_below=1.5, forecast_every=1)
+    silent = curves_from_history(_two_function_history(acc_rises=False))
+    replay = replay_curves(silent, settings, total_steps=200, lag_reads=0)
+    assert replay["stopped"] is None
+    last = replay["_last"]
+    assert last.plateau["hi80"] < 1.5  # the total reward's own band would have stopped it
+    summed = last.summed_plateau
+    assert summed["hi80"] > 1.9 and summed["lo80"] < 1.15
+    assert last.log_keys()["pgrpo/plateau_summed_hi80"] == summed["hi80"] == replay["reads"][-1]["plateau_summed"]["hi80"]
+    assert "reward functions summed" in last.verdict_line()
+
+    both = curves_from_history(_two_function_history(acc_rises=True))
+    stopped = replay_curves(both, settings, total_steps=200, lag_reads=0)["stopped"]
+    assert stopped is not None and stopped["mode"] == PLATEAU_RULE and stopped["step"] == 20.0
+    assert stopped["reason"].startswith("the reward functions' summed plateau")
+
+    report_only = read_curves(silent, LiveSettings(every=10), total_steps=200)
+    assert report_only.summed_plateau is None and "components" not in report_only.forecast

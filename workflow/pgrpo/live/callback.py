@@ -72,7 +72,8 @@ class DynamicsCallback(TrainerCallback):
     ``live.json``/``live.html`` under ``<output_dir>/pgrpo`` (default: the trainer's ``output_dir``). ``stop_on``:
     modes that stop training when flagged (severity at least medium) at two consecutive reads;
     ``stop_if_plateau_below``: stop when the forecast plateau's upper 80% bound is below it at two consecutive
-    reads. ``reward_range`` and ``max_completion_length`` (default: the trainer's ``args.max_completion_length``)
+    reads (the reward functions' forecasts summed, where the log has two or more: a function not yet rising keeps its
+    headroom in the band; :meth:`pgrpo.live.reads.LiveRead.decision_plateau`). ``reward_range`` and ``max_completion_length`` (default: the trainer's ``args.max_completion_length``)
     are what ``pgrpo diagnose`` takes on its command line. ``forecast_every``: the forecast runs at every this many
     reads (default 3; 1: every read), the reads between diagnose only and carry the latest forecast forward.
 

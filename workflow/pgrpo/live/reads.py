@@ -219,6 +219,23 @@ class LiveRead:
         band = self.forecast.get("t90") or {}
         return {k: band.get(k) for k in ("mean", "lo80", "hi80")}
 
+    @property
+    def summed_plateau(self) -> dict[str, float] | None:
+        """The plateau of the reward functions forecast one by one and summed, each one's headroom in its band
+        (``pgrpo forecast``'s ``components``, :func:`pgrpo.fit.staged.forecast_components`), where the read made
+        it; else None."""
+        band = (self.forecast.get("components") or {}).get("plateau") or {}
+        values = {k: band.get(k) for k in ("mean", "lo80", "hi80")}
+        ok = all(isinstance(v, (int, float)) and math.isfinite(v) for v in values.values())
+        return values if ok else None
+
+    @property
+    def decision_plateau(self) -> dict[str, float | None]:
+        """The plateau the plateau stop rule reads: the reward functions' sum where the read made it (a function
+        that has not started to rise keeps its headroom in the band, so a run whose correctness reward has not
+        paid yet is not stopped as if it never would), else the reward's own."""
+        return self.summed_plateau or self.plateau
+
     def log_keys(self) -> dict[str, float]:
         """The ``pgrpo/*`` keys added to the trainer's logs: ``pgrpo/<mode>`` (0/1, modes that could run) and the
         forecast's plateau with its 80% band and ``t90`` (when the forecast ran)."""
@@ -228,8 +245,11 @@ class LiveRead:
                 keys[f"{KEY_PREFIX}{mode}"] = 1.0 if verdict["flagged"] else 0.0
         if not self.fresh_forecast:
             return keys
+        summed = self.summed_plateau or {}
         for name, value in (("plateau", self.plateau["mean"]), ("plateau_lo80", self.plateau["lo80"]),
-                            ("plateau_hi80", self.plateau["hi80"]), ("t90", self.t90["mean"])):
+                            ("plateau_hi80", self.plateau["hi80"]), ("t90", self.t90["mean"]),
+                            ("plateau_summed", summed.get("mean")), ("plateau_summed_lo80", summed.get("lo80")),
+                            ("plateau_summed_hi80", summed.get("hi80"))):
             if isinstance(value, (int, float)) and math.isfinite(value):
                 keys[f"{KEY_PREFIX}{name}"] = float(value)
         return keys
@@ -244,6 +264,10 @@ class LiveRead:
                     else f"plateau {plateau['mean']:.3g}")
             t90 = self.t90["mean"]
             head += f", t90 ~ step {t90:.0f}" if isinstance(t90, (int, float)) else ""
+            summed = self.summed_plateau
+            if summed is not None:
+                head += (f"; reward functions summed: plateau {summed['mean']:.3g} [{summed['lo80']:.3g}, "
+                         f"{summed['hi80']:.3g}] (80%)")
             head += "" if self.fresh_forecast else f" (forecast at step {self.forecast_step:g})"
         else:
             head = "no forecast yet" + (f" ({self.forecast.get('message')})" if self.forecast.get("message") else "")
@@ -300,8 +324,38 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
     except Exception as error:  # noqa: BLE001
         read.errors.append(f"forecast: {type(error).__name__}: {error}")
         read.forecast = {"success": False, "message": str(error)}
+    if settings.stop_if_plateau_below is not None and read.forecast.get("success"):
+        try:  # the plateau rule reads the reward functions' sum: one forecast per function, made only for it
+            summed = summed_forecast(curves, settings, float(read.forecast["fraction"]),
+                                     float(read.forecast["total_steps"]))
+            if summed is not None:
+                read.forecast["components"] = summed
+        except Exception as error:  # noqa: BLE001
+            read.errors.append(f"forecast of the reward functions: {type(error).__name__}: {error}")
     read.seconds = time.perf_counter() - started
     return read
+
+
+def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, total_steps: float
+                    ) -> dict[str, Any] | None:
+    """``pgrpo forecast``'s ``components`` record (:func:`pgrpo.fit.staged.forecast_components`: each
+    ``rewards/<fn>/mean`` forecast in turn and summed, a function not yet rising keeping its headroom in the
+    plateau's band) from what has been logged, without the per-step path; None for a log with fewer than two
+    reward functions."""
+    from pgrpo.fit.forecaster import ForecasterSettings
+    from pgrpo.fit.staged import component_columns, forecast_components
+
+    series = {}
+    for fn, column in component_columns(curves.frame.columns).items():
+        steps, values, _ = curves.series(column)
+        if steps.size:
+            series[fn] = (steps, values)
+    if len(series) < 2:
+        return None
+    reward_range = tuple(map(float, settings.reward_range)) if settings.reward_range else None
+    out = forecast_components(series, fraction, total_steps, ForecasterSettings(), {}, reward_range).to_dict()
+    out.pop("forecast", None)
+    return out
 
 
 def _number(value: Any) -> float | None:
@@ -341,14 +395,16 @@ class StopRules:
             verdict = modes.get(mode) or {}
             hit = bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
             self.streak[mode] = self.streak.get(mode, 0) + 1 if hit else 0
-        hi80 = read.plateau.get("hi80")
+        plateau = read.decision_plateau
+        hi80 = plateau.get("hi80")
         limit = self.settings.stop_if_plateau_below
         if limit is not None and (read.fresh_forecast or read.forecast_step is None and read.forecast):
             # a forecast carried forward from an earlier read neither extends nor breaks the streak
             hit = isinstance(hi80, (int, float)) and hi80 < limit
             self.streak[PLATEAU_RULE] = self.streak.get(PLATEAU_RULE, 0) + 1 if hit else 0
         forecast = {"plateau": read.plateau, "t90": read.t90, "law": read.forecast.get("law"),
-                    "message": read.forecast.get("message")}
+                    "message": read.forecast.get("message"),
+                    **({"plateau_summed": read.summed_plateau} if read.summed_plateau else {})}
         for mode in self.settings.stop_on:
             if self.streak.get(mode, 0) >= need:
                 verdict = modes[mode]
@@ -357,7 +413,8 @@ class StopRules:
                 return StopDecision(read.step, mode, verdict.get("onset_step"), verdict.get("severity"), reason,
                                     forecast)
         if limit is not None and self.streak.get(PLATEAU_RULE, 0) >= need:
-            reason = (f"forecast plateau {read.plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
+            whose = "the reward functions' summed plateau" if read.summed_plateau else "forecast plateau"
+            reason = (f"{whose} {plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
                       f"{limit:g} at {need} consecutive forecast(s): the run cannot reach it")
             return StopDecision(read.step, PLATEAU_RULE, None, None, reason, forecast)
         return None

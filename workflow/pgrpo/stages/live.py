@@ -104,7 +104,8 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                                                             v.get("onset_step"), "severity": v.get("severity")}
                                                         for m, v in r.modes.items()},
                              "plateau": r.plateau, "t90": r.t90, "forecast_step": r.forecast_step,
-                             "seconds": r.seconds, "errors": r.errors}
+                             "seconds": r.seconds, "errors": r.errors,
+                             **({"plateau_summed": r.summed_plateau} if r.summed_plateau else {})}
                             for r in reads],
                   "first_flagged": first_flagged,
                   "stopped": ({k: stopped[k] for k in ("step", "read_step", "mode", "reason", "onset_step",
