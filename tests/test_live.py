@@ -60,6 +60,31 @@ def test_low_severity_or_alternating_flags_never_stop(sequence):
     assert all(rules.update(fake_read(10 * (i + 1), f, s)) is None for i, (f, s) in enumerate(sequence))
 
 
+def test_a_failure_that_has_ended_stops_nothing_but_recurring_instability_does():
+    """A flag whose last episode has ended by the read (``active`` False: "stuck for a phase that resolved") does
+    not count toward a stop, and breaks a streak; a flag still on does (and a mode that reports no episodes,
+    ``active`` absent, counts as before). Instability's episodes are bursts that recur, so its ended ones count."""
+    def read(step, mode, active):
+        verdict = {"flagged": True, "onset_step": 3.0, "severity": "high", "verdict": "x"}
+        if active is not None:
+            verdict["active"] = active
+        return LiveRead(float(step), {"modes": {mode: verdict}}, {})
+
+    rules = StopRules(LiveSettings(stop_on=("degeneracy", "instability")))
+    assert rules.update(read(10, "degeneracy", False)) is None
+    assert rules.update(read(20, "degeneracy", False)) is None  # resolved twice: the run recovered
+    assert rules.update(read(30, "degeneracy", True)) is None  # on again: a streak of one
+    assert rules.update(read(40, "degeneracy", True)).step == 40.0
+    rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
+    assert rules.update(read(10, "degeneracy", True)) is None
+    assert rules.update(read(20, "degeneracy", False)) is None  # ended between the reads: the streak is broken
+    assert rules.update(read(30, "degeneracy", None)) is None
+    assert rules.update(read(40, "degeneracy", None)).step == 40.0
+    rules = StopRules(LiveSettings(stop_on=("instability",)))
+    assert rules.update(read(10, "instability", False)) is None
+    assert rules.update(read(20, "instability", False)).mode == "instability"
+
+
 def test_a_mode_not_in_stop_on_never_stops():
     rules = StopRules(LiveSettings(stop_on=()))
     assert all(rules.update(fake_read(s, True, "high")) is None for s in (10, 20, 30))

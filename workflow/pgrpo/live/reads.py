@@ -34,6 +34,11 @@ STOP_SEVERITIES = frozenset({"medium", "high"})
 #: consecutive reads a stop rule must hold at before it stops the run
 CONSECUTIVE_READS = 2
 
+#: modes whose episodes are events that recur (instability: bursts of gradient or KL spikes, crashes the reward
+#: recovers from): an episode that has ended still counts toward a stop; for the others (a stuck, truncated,
+#: collapsing or concentrating phase) a flag whose last episode has ended, the run recovered, stops nothing
+RECURRING_MODES = frozenset({"instability"})
+
 #: the pseudo-mode of the plateau stop rule in ``stop.json``
 PLATEAU_RULE = "plateau_below"
 
@@ -393,7 +398,10 @@ class StopRules:
         need = self.settings.consecutive_reads
         for mode in self.settings.stop_on:
             verdict = modes.get(mode) or {}
-            hit = bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
+            # a failure that is over at this read (its last episode ended: the run recovered) stops nothing, but
+            # for a mode whose episodes recur (instability's bursts)
+            hit = (bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
+                   and (verdict.get("active") is not False or mode in RECURRING_MODES))
             self.streak[mode] = self.streak.get(mode, 0) + 1 if hit else 0
         plateau = read.decision_plateau
         hi80 = plateau.get("hi80")

@@ -52,12 +52,14 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              f"Every log replayed as if live with `pgrpo replay`'s code path: ours with the callback's defaults (a "
              f"read every {settings['every']} logged steps over the whole history; the forecast at the first and "
              f"every {settings['forecast_every']} reads, the diagnosis at every read; stop rule per mode: flagged "
-             "at severity medium or high at 2 consecutive reads), beside the post-training toolkit's "
+             "at severity medium or high at 2 consecutive reads, the failure still on at each (instability's "
+             "recurring bursts apart)), beside the post-training toolkit's "
              f"DiagnosticsCallback replayed the same way (a read every {toolkit.get('every')} logged steps over its "
              f"last {toolkit.get('window_rows')} rows, its GRPO rules, a stop on one critical (high) insight). "
-             "Logs: " + ", ".join(f"{n} {s}" for s, n in logs_per_split.items()) + ". One choice was made from its "
-             "planted and dev rows, never the holdout's: no_learning's severity capped by the rise a run has ruled out "
-             "(docs/live.md); the holdout split is reported apart.", "",
+             "Logs: " + ", ".join(f"{n} {s}" for s, n in logs_per_split.items()) + ". Two choices were made from its "
+             "planted and dev rows, never the holdout's: no_learning's severity capped by the rise a run has ruled out, "
+             "and no stop on a failure that has ended by the read (docs/live.md); the holdout split is reported "
+             "apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
              f"max({LATENCY_SHARE:.0%} of the run, {LATENCY_READS} reads) is at most 1, a missed run counting as "
