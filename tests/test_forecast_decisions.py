@@ -86,6 +86,46 @@ def test_a_function_that_has_not_started_widens_the_plateau_by_its_headroom():
         "a": "rewards/a/mean", "b": "rewards/b/mean"}
 
 
+def test_the_summed_forecast_widens_step_by_step_as_the_silent_functions_rise_may_have_begun():
+    """At every step ahead the sum's draws are the functions' draws summed, the silent function (``correct``,
+    headroom 6) risen in half of them at an onset uniform over the steps ahead: just after the cut almost no draw
+    has risen (the band is the format function's, about 1.5 wide at most), at the horizon half have, so the upper
+    80% bound is the format level plus the headroom; the mean curve is the two functions' means summed (no jump)."""
+    staged = forecast_components(_staged_series(), 0.25, 400.0, ranges={"correct": (0.0, 6.0)})
+    f = {k: np.asarray(v) for k, v in staged.forecast.items()}
+    assert f["step"][0] == 101 and f["step"][-1] == 400
+    assert f["hi80"][0] < 2.0 and f["hi80"][-1] > 1.4 + 6.0 - 0.5
+    assert f["lo80"][-1] < 1.7  # the other half stays where it is
+    format_only = forecast_components({"format": _staged_series()["format"]}, 0.25, 400.0)
+    assert np.allclose(f["mean"], np.asarray(format_only.forecast["mean"]) + staged.per_function["correct"].level_at_cut,
+                       atol=0.05)
+    summed = staged.prediction
+    share_risen = np.mean(summed.mean_draws[:, -1] > 4.0)
+    assert 0.4 < share_risen < 0.6  # RISE_PROBABILITY of the draws, every onset before the last step
+
+
+def test_the_benchmark_scores_the_function_users_run():
+    """The forecast benchmark's per-reward-function method is ``forecast_components`` cut where the curve is: the
+    same draws, intervals and mean at the held-out steps."""
+    from pgrpo.fit.benchmark import STAGED, default_methods
+    from pgrpo.fit.forecaster import RunContext
+    from pgrpo.stages.forecast_benchmark import closed_form_corpus
+
+    curve = next(c for c in closed_form_corpus() if c.components)
+    cut = curve.steps[curve.steps.size // 4]
+    early = curve.steps <= cut
+    got = default_methods()[STAGED](curve, curve.steps[early], curve.values[early], curve.steps[~early],
+                                    RunContext(reward_range=(0.0, 1.0)))
+    series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
+    ranges = {fn: r for fn, (_, _, r) in curve.components.items()}
+    want = forecast_components(series, float(cut) / float(curve.steps[-1]), float(curve.steps[-1]), ranges=ranges,
+                               cutoff_step=float(cut)).prediction
+    assert np.array_equal(got.steps, curve.steps[~early])
+    for key in ("mean", "mean_draws", "value_draws"):
+        assert np.array_equal(getattr(got, key), getattr(want, key))
+    assert all(np.array_equal(got.intervals[k], want.intervals[k]) for k in want.intervals)
+
+
 # --- the CLI on every saved log format ----------------------------------------------------------------------------
 
 

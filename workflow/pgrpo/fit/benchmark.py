@@ -30,8 +30,9 @@ from pgrpo.fit.baselines import BASELINES, Predictive, baseline_forecast
 from pgrpo.fit.decisions import score_sweep
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
 from pgrpo.fit.level_guard import smoothed_level
-from pgrpo.fit.truth import staged_prediction, truth_scores
+from pgrpo.fit.truth import truth_scores
 from pgrpo.fit.intervals import (
+    LEVELS,
     PLATEAU_SHARE,
     coverage,
     crps_from_samples,
@@ -40,6 +41,7 @@ from pgrpo.fit.intervals import (
     plateau_of,
     rmse,
     robust_noise_sd,
+    sample_intervals,
     time_to_fraction_of_change,
 )
 
@@ -330,13 +332,29 @@ STAGED = "forecaster: per reward fn, summed"
 
 
 def staged_method(settings: ForecasterSettings) -> Method:
-    """:func:`pgrpo.fit.truth.staged_prediction` with the forecaster on each reward function in its own range."""
+    """``pgrpo forecast``'s ``components`` (:func:`pgrpo.fit.staged.forecast_components`, the same function) on the
+    curve's reward functions, each in its declared range, cut where the curve is: its summed predictive at the
+    held-out steps."""
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        def one(tc, yc, steps_c, r_range):
-            return forecast_early_window(tc, yc, steps_c, RunContext(reward_range=r_range), settings)
+        from pgrpo.fit.staged import draws_on_grid, forecast_components
 
-        return staged_prediction(curve.components, float(t[-1]), steps, one)
+        series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
+        ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
+        total = float(max(steps[-1], t[-1]))
+        staged = forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
+                                     cutoff_step=float(t[-1]))
+        summed = staged.prediction
+        if summed is None:
+            return dataclasses.replace(baseline_forecast("persistence", t, y, steps), success=False,
+                                       message="; ".join(staged.notes))
+        if summed.steps.shape == steps.shape and np.array_equal(summed.steps, steps):
+            return summed
+        mean_d, value_d = draws_on_grid(steps, summed.steps, summed.mean_draws), draws_on_grid(steps, summed.steps,
+                                                                               summed.value_draws)
+        return dataclasses.replace(summed, steps=steps, mean=draws_on_grid(steps, summed.steps, summed.mean[None, :])[0],
+                                   mean_draws=mean_d, value_draws=value_d,
+                                   intervals=sample_intervals(value_d, LEVELS))
 
     return run
 

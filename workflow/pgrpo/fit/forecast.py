@@ -201,6 +201,7 @@ class RunForecast:
     level_at_cut: float = float("nan")
     target: dict[str, Any] = dataclasses.field(default_factory=dict)
     plateau_draws: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
+    prediction: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def law(self) -> str:
@@ -210,7 +211,8 @@ class RunForecast:
 
     def to_dict(self) -> dict[str, Any]:
         # a shallow record: finite_or_none builds new dicts and lists all the way down (no deep copy needed)
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "plateau_draws"}
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("plateau_draws", "prediction")}
         if not data["target"]:
             data.pop("target")
         data["law"] = self.law
@@ -236,11 +238,14 @@ def forecast_run(
     settings: ForecasterSettings = ForecasterSettings(),
     column: str = "reward",
     target: float | None = None,
+    cutoff_step: float | None = None,
 ) -> RunForecast:
-    """Cut the log at ``fraction * total_steps`` (default: its last step), forecast the rest with the forecaster,
-    and score it on the points the log has after the cut (if any) and on the part it has seen; with ``target``, when
-    the run reaches that level (:func:`pgrpo.fit.decisions.target_reach`)."""
+    """Cut the log at ``fraction * total_steps`` (default: its last step; ``cutoff_step``: at that step instead),
+    forecast the rest with the forecaster, and score it on the points the log has after the cut (if any) and on the
+    part it has seen; with ``target``, when the run reaches that level (:func:`pgrpo.fit.decisions.target_reach`).
+    ``prediction`` keeps the forecaster's predictive (its draws; not in the JSON)."""
     t_arr, y_arr, total, cutoff = _cut(t, y, fraction, total_steps)
+    cutoff = float(cutoff_step) if cutoff_step is not None else cutoff
     early = t_arr <= cutoff
     held = ~early
     steps = forecast_steps(t_arr, cutoff, total)
@@ -262,6 +267,7 @@ def forecast_run(
     start = float(np.mean(y_e[:n_start]))
     summary = plateau_and_t90(prediction, t_e, y_e, n_total, start)
     result.success = True
+    result.prediction = prediction
     result.forecast = {"step": steps.tolist(), "mean": prediction.mean.tolist(),
                        **{key: prediction.intervals[key].tolist() for key in
                           [f"{side}{round(level * 100)}" for level in LEVELS for side in ("lo", "hi")]}}

@@ -4,13 +4,16 @@ the format first, the correctness later. Forecast as one curve, the sum's platea
 risen and a function still at its floor is taken as flat; forecast one by one, each with its own range, a function
 that has not started to rise by the cut keeps its headroom in the plateau's interval.
 
-:func:`forecast_components` forecasts each function with :func:`pgrpo.fit.forecast.forecast_run` and sums them:
-the mean curve is the sum of the functions' mean curves (no forecast can time a rise that has not begun); the
-plateau's draws are the sum of the functions' draws (independent), where a function that has not started (its
-smoothed level at the cut within three standard errors of its start) adds, in half of the draws
-(:data:`RISE_PROBABILITY`: no log tells whether it will start before the horizon), its headroom (its declared top
-minus its level; undeclared: the largest span another function has shown by the cut, said in the notes): the
-plateau's 80% interval then reaches from the function staying where it is to its reaching its top.
+:func:`forecast_components` forecasts each function with :func:`pgrpo.fit.forecast.forecast_run` and sums them
+at every step ahead: the mean curve is the sum of the functions' mean curves (no forecast can time a rise that has
+not begun); the draws (of the mean curve and of the logged value) are the sums of the functions' draws, paired at
+random (independent), where a function that has not started (its smoothed level at the cut within three standard
+errors of its start) rises, in half of its draws (:data:`RISE_PROBABILITY`: no log tells whether it will start
+before the horizon), by its headroom (its declared top minus its level; undeclared: the largest span another
+function has shown by the cut, said in the notes) at an onset uniform over the steps ahead. The plateau (the mean
+over the run's last 10% of steps) then has an 80% interval from the function staying where it is to its reaching
+its top, and the per-step intervals widen from the cut on. ``pgrpo forecast`` (key ``components``), the live
+callback's plateau stop rule and the forecast benchmark's two-stage family all call it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pgrpo.fit.intervals import PLATEAU_SHARE, robust_noise_sd
+from pgrpo.fit.baselines import Predictive
+from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, robust_noise_sd, sample_intervals
 
 #: the chance a function that has not started rises within the horizon (no log can tell it before the rise begins)
 RISE_PROBABILITY = 0.5
@@ -66,6 +70,8 @@ class StagedForecast:
     per_function: dict[str, ComponentForecast]
     notes: list[str] = field(default_factory=list)
     plateau_draws: np.ndarray | None = None
+    #: the summed predictive at every step ahead (mean, intervals, draws; not in the JSON)
+    prediction: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         from pgrpo.fit.least_squares import finite_or_none
@@ -94,10 +100,18 @@ def has_started(y_early: np.ndarray, level_at_cut: float) -> bool:
 def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fraction: float,
                         total_steps: float | None, settings: Any = None,
                         ranges: Mapping[str, tuple[float, float]] | None = None,
-                        total_range: tuple[float, float] | None = None, seed: int = 0) -> StagedForecast:
-    """Forecast each reward function of ``series`` (fn -> (steps, values)) from its first ``fraction`` of steps and
-    sum them (see the module docstring). ``ranges``: declared ranges per function; ``total_range``: the summed
-    reward's declared range (the sum's draws are clipped to it)."""
+                        total_range: tuple[float, float] | None = None, seed: int = 0,
+                        cutoff_step: float | None = None) -> StagedForecast:
+    """Forecast each reward function of ``series`` (fn -> (steps, values)) from its first ``fraction`` of steps (or
+    up to ``cutoff_step``) and sum them (see the module docstring). ``ranges``: declared ranges per function;
+    ``total_range``: the summed reward's declared range (the sum's draws are clipped to it).
+
+    The sum is made draw by draw at every step ahead: each function's mean-curve and logged-value draws
+    (:func:`pgrpo.fit.forecast.forecast_run`'s predictive), a function that has not started rising by its whole
+    headroom in :data:`RISE_PROBABILITY` of its draws, at an onset uniform over the steps ahead (no log can time it),
+    the functions' draws paired at random. The summed plateau is the mean of the summed mean-curve draws over the
+    run's last 10% of steps, as a single forecast's is; ``prediction`` holds the summed predictive (the forecast
+    benchmark scores it)."""
     from pgrpo.fit.forecast import forecast_run
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 
@@ -111,14 +125,15 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
         t, y = t[keep], y[keep]
         total = total_steps if total_steps is not None else (float(t[-1]) if t.size else None)
         context = RunContext(reward_range=ranges.get(fn))
-        runs[fn] = (t, y, forecast_run(t, y, fraction, total, context, settings, f"rewards/{fn}/mean"))
-        cut = fraction * (total if total is not None else 0.0)
-        early = y[t <= cut]
+        result = forecast_run(t, y, fraction, total, context, settings, f"rewards/{fn}/mean",
+                              cutoff_step=cutoff_step)
+        runs[fn] = (t, y, result)
+        early = y[t <= result.cutoff_step]
         early_spans[fn] = float(np.ptp(early)) if early.size else 0.0
     notes: list[str] = []
     per: dict[str, ComponentForecast] = {}
-    draws_sum = None
-    grid, mean_sum = None, None
+    summed: Predictive | None = None
+    tail = 1
     for fn, (t, y, result) in runs.items():
         if not result.success:
             notes.append(f"{fn}: {result.message}")
@@ -128,7 +143,6 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
         started = has_started(early, result.level_at_cut)
         declared = ranges.get(fn)
         headroom, source = 0.0, "declared" if declared else "none"
-        draws = np.asarray(result.plateau_draws, float)
         if not started:
             if declared:
                 headroom = max(float(declared[1]) - result.level_at_cut, 0.0)
@@ -138,28 +152,54 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                 source = "the largest span another function shows by the cut"
                 notes.append(f"{fn} has not started to rise by the cut; its range is not declared, so its headroom "
                              f"is taken as {headroom:.3g} ({source}); declare it with --component-range {fn} LO HI")
-            rises = rng.uniform(0.0, 1.0, draws.size) < RISE_PROBABILITY
-            draws = draws + np.where(rises, headroom, 0.0)
             if headroom > 0:
                 notes.append(f"{fn} is still at {result.level_at_cut:.3g}: its headroom {headroom:.3g} widens the "
                              "plateau's interval (the rise cannot be timed before it starts)")
+        p = result.prediction
+        grid = p.steps if summed is None else summed.steps
+        mean_d, value_d = draws_on_grid(grid, p.steps, p.mean_draws), draws_on_grid(grid, p.steps, p.value_draws)
+        if not started:
+            n = max(mean_d.shape[0], value_d.shape[0])
+            rises = rng.uniform(0.0, 1.0, n) < RISE_PROBABILITY
+            onset = rng.uniform(grid[0], grid[-1], n)
+            jump = (headroom * rises)[:, None] * (grid[None, :] >= onset[:, None])
+            mean_d, value_d = mean_d + jump[:mean_d.shape[0]], value_d + jump[:value_d.shape[0]]
+        if summed is None:
+            tail = min(max(1, int(round(PLATEAU_SHARE * (result.n_early + grid.size)))), grid.size)
+        own = np.mean(mean_d[:, -tail:], axis=1)
         per[fn] = ComponentForecast(fn, True, started, result.level_at_cut, headroom, declared, source,
-                                    {"mean": float(result.plateau["mean"]),
-                                     "lo80": float(np.quantile(draws, 0.1)), "hi80": float(np.quantile(draws, 0.9))})
-        draws = rng.permutation(draws)
-        draws_sum = draws if draws_sum is None else draws_sum + draws[:draws_sum.size]
-        steps = np.asarray(result.forecast["step"], float)
-        mean = np.asarray(result.forecast["mean"], float)
-        if grid is None:
-            grid, mean_sum = steps, mean.copy()
+                                    {"mean": float(result.plateau["mean"]), "lo80": float(np.quantile(own, 0.1)),
+                                     "hi80": float(np.quantile(own, 0.9))})
+        mean_d, value_d = rng.permutation(mean_d), rng.permutation(value_d)
+        mean = draws_on_grid(grid, p.steps, p.mean[None, :])[0]
+        if summed is None:
+            summed = Predictive("forecaster: per reward fn, summed", grid, mean, {}, mean_d, value_d,
+                                np.asarray(p.fitted, float), float("nan"))
         else:
-            mean_sum = mean_sum + np.interp(grid, steps, mean)
-    if draws_sum is None:
+            k, j = min(summed.mean_draws.shape[0], mean_d.shape[0]), min(summed.value_draws.shape[0], value_d.shape[0])
+            summed.mean = summed.mean + mean
+            if np.shape(p.fitted) == np.shape(summed.fitted):
+                summed.fitted = summed.fitted + p.fitted
+            summed.mean_draws = summed.mean_draws[:k] + mean_d[:k]
+            summed.value_draws = summed.value_draws[:j] + value_d[:j]
+    if summed is None:
         return StagedForecast(list(series), {}, {}, per, notes or ["no reward function could be forecast"])
     if total_range is not None:
-        draws_sum = np.clip(draws_sum, *total_range)
-    plateau_mean = float(sum(c.plateau["mean"] for c in per.values() if c.success))
-    plateau = {"mean": plateau_mean, "lo80": float(np.quantile(draws_sum, 0.1)),
-               "hi80": float(np.quantile(draws_sum, 0.9))}
-    return StagedForecast(list(series), {"step": grid.tolist(), "mean": mean_sum.tolist()}, plateau, per, notes,
-                          draws_sum)
+        summed.mean_draws = np.clip(summed.mean_draws, *total_range)
+        summed.value_draws = np.clip(summed.value_draws, *total_range)
+    summed.intervals = sample_intervals(summed.value_draws, LEVELS)
+    draws = np.mean(summed.mean_draws[:, -tail:], axis=1)
+    plateau = {"mean": float(sum(c.plateau["mean"] for c in per.values() if c.success)),
+               "lo80": float(np.quantile(draws, 0.1)), "hi80": float(np.quantile(draws, 0.9))}
+    forecast = {"step": summed.steps.tolist(), "mean": summed.mean.tolist(),
+                **{key: summed.intervals[key].tolist() for key in sorted(summed.intervals)}}
+    return StagedForecast(list(series), forecast, plateau, per, notes, draws, summed)
+
+
+def draws_on_grid(grid: np.ndarray, steps: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Draws at ``steps`` (rows) on ``grid``: as they are where the steps are the grid's (the common case: every
+    reward function logged at every step), else linearly interpolated."""
+    draws = np.asarray(draws, float)
+    if steps.shape == grid.shape and np.array_equal(steps, grid):
+        return draws
+    return np.stack([np.interp(grid, steps, row) for row in draws])

@@ -10,10 +10,10 @@ the forecaster's): the true mean curve where it is known, a denoised reference w
   standard error ``sigma sqrt(sum_j w_ij^2)``;
 * :func:`truth_scores`: the mean-curve RMSE against that truth (and its ratio to persistence's), the plateau error
   (the mean of the truth over the run's last 10% of steps) and the t90 error, normalised by the reward's range and
-  the run's length, and whether the truth moves after the cut at all;
-* :func:`staged_method`: the forecaster run on each reward function of a curve that logs them (with the range
-  each is declared on) and summed, a function that has not started to rise by the cut getting its headroom as a
-  rise of unknown onset (uniform over the steps ahead) in half of the draws (:mod:`pgrpo.fit.staged`).
+  the run's length, and whether the truth moves after the cut at all.
+
+The forecast benchmark scores the two-stage curves' reward functions forecast one by one and summed with
+:func:`pgrpo.fit.staged.forecast_components`, the function ``pgrpo forecast`` and the live callback call.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pgrpo.fit.intervals import PLATEAU_SHARE, moving_average, rmse, sample_intervals, LEVELS
+from pgrpo.fit.intervals import PLATEAU_SHARE, moving_average, rmse
 from pgrpo.fit.intervals import time_to_fraction_of_change
 
 #: the generated families' run length, logging interval and completions per logged mean
@@ -202,48 +202,3 @@ def truth_scores(t: np.ndarray, y: np.ndarray, early: np.ndarray, truth: np.ndar
     out["plateau_error_ratio"] = (out["plateau_error_range"] / out["persistence_plateau_error_range"]
                                   if out["persistence_plateau_error_range"] > 0 else float("nan"))
     return out
-
-
-# ---- the staged method ----------------------------------------------------------------------------------------
-
-
-def staged_prediction(components: dict[str, tuple[np.ndarray, np.ndarray, tuple[float, float] | None]],
-                      cut_step: float, steps: np.ndarray, forecast: Callable, seed: int = 0) -> Any:
-    """Forecast each reward function (``fn -> (steps, logged, range)``) up to ``cut_step`` at ``steps`` with
-    ``forecast(t, y, steps, reward_range) -> Predictive`` and sum the forecasts; a function that has not started
-    (:func:`pgrpo.fit.staged.has_started`) rises, in half of the draws, by its headroom at an onset uniform over
-    the steps ahead."""
-    import dataclasses
-
-    from pgrpo.fit.level_guard import smoothed_level
-    from pgrpo.fit.staged import RISE_PROBABILITY, has_started
-
-    rng = np.random.default_rng(seed)
-    total = None
-    for fn, (t, y, r_range) in components.items():
-        early = t <= cut_step
-        p = forecast(t[early], y[early], steps, r_range)
-        if not p.success:
-            return p
-        mean_d, value_d = np.array(p.mean_draws, float), np.array(p.value_draws, float)
-        level = smoothed_level(y[early])[0]
-        if r_range is not None and not has_started(y[early], level):
-            headroom = max(float(r_range[1]) - level, 0.0)
-            n = max(mean_d.shape[0], value_d.shape[0])
-            rises = rng.uniform(0, 1, n) < RISE_PROBABILITY
-            onset = rng.uniform(steps[0], steps[-1], n)
-            size = headroom * rises
-            jump = size[:, None] * (steps[None, :] >= onset[:, None])
-            mean_d = mean_d + jump[:mean_d.shape[0]]
-            value_d = value_d + jump[:value_d.shape[0]]
-        mean_d, value_d = rng.permutation(mean_d), rng.permutation(value_d)
-        if total is None:
-            total = dataclasses.replace(p, mean_draws=mean_d, value_draws=value_d, details={})
-        else:
-            k, j = min(total.mean_draws.shape[0], mean_d.shape[0]), min(total.value_draws.shape[0], value_d.shape[0])
-            total.mean = total.mean + p.mean
-            total.fitted = total.fitted + p.fitted
-            total.mean_draws = total.mean_draws[:k] + mean_d[:k]
-            total.value_draws = total.value_draws[:j] + value_d[:j]
-    total.intervals = sample_intervals(total.value_draws, LEVELS)
-    return total

@@ -581,12 +581,12 @@ SCRIPTS = (
      "measured"),
     ("A live read", "python benchmarks/live/bench_read.py", "benchmarks/live/bench_read.py",
      "one read of the live callback by itself (`pgrpo.live.reads.read_curves`, one thread) on planted logs of "
-     "100, 300 and 1000 rows: the median read that diagnoses, the one that also forecasts, their mean at the "
-     "callback's cadence and that mean as a share of 10 tiny-model steps (issue 20's 1% target)"),
+     "several lengths (`--rows`): the median read that diagnoses, the one that also forecasts, their mean at the "
+     "callback's cadence and that mean as a share of `every` tiny-model steps (the target is in the script)"),
     ("The live callback in a trainer", "python benchmarks/live/bench_overhead.py", "benchmarks/live/bench_overhead.py",
      "real TRL GRPOTrainer steps of the tests' tiny model without the callback, with it in the background and "
      "synchronous: the step and cycle times, the blocking part of a read on the trainer's thread, the overhead per "
-     "step at `every=10`"),
+     "training step"),
 )
 
 
