@@ -338,3 +338,17 @@ def test_real_logs_of_one_study_are_a_sweep():
     curves = with_study_sweeps([curve("sun_a", 200), curve("sun_b", 200), curve("sun_c", 400), curve("ann_a", 200),
                                 curve("sun_d", 200, "holdout")])
     assert [c.sweep for c in curves] == ["real/sun/reward@200", "real/sun/reward@200", None, None, None]
+
+
+def test_a_predictive_moves_onto_another_grid_by_linear_interpolation():
+    """On its own steps a predictive is returned as it is; on a finer grid its mean and draws are interpolated
+    (the midpoint of 1 and 3 is 2) and its intervals are quantiles of the interpolated value draws."""
+    from pgrpo.fit.baselines import Predictive
+    from pgrpo.fit.staged import predictive_on_grid
+
+    draws = np.array([[1.0, 3.0], [3.0, 5.0]])
+    p = Predictive("x", np.array([0.0, 2.0]), np.array([2.0, 4.0]), {}, draws, draws, np.array([]), 0.0)
+    assert predictive_on_grid(p, np.array([0.0, 2.0])) is p
+    q = predictive_on_grid(p, np.array([0.0, 1.0, 2.0]))
+    assert q.mean.tolist() == [2.0, 3.0, 4.0] and q.mean_draws.tolist() == [[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]
+    assert q.intervals["lo80"].tolist() == pytest.approx([1.2, 2.2, 3.2])  # 10% between the two draws

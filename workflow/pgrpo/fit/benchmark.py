@@ -32,7 +32,6 @@ from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_
 from pgrpo.fit.level_guard import smoothed_level
 from pgrpo.fit.truth import truth_scores
 from pgrpo.fit.intervals import (
-    LEVELS,
     PLATEAU_SHARE,
     coverage,
     crps_from_samples,
@@ -41,7 +40,6 @@ from pgrpo.fit.intervals import (
     plateau_of,
     rmse,
     robust_noise_sd,
-    sample_intervals,
     time_to_fraction_of_change,
 )
 
@@ -337,24 +335,17 @@ def staged_method(settings: ForecasterSettings) -> Method:
     held-out steps."""
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        from pgrpo.fit.staged import draws_on_grid, forecast_components
+        from pgrpo.fit.staged import forecast_components, predictive_on_grid
 
         series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
         ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
         total = float(max(steps[-1], t[-1]))
         staged = forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
                                      cutoff_step=float(t[-1]))
-        summed = staged.prediction
-        if summed is None:
+        if staged.prediction is None:
             return dataclasses.replace(baseline_forecast("persistence", t, y, steps), success=False,
                                        message="; ".join(staged.notes))
-        if summed.steps.shape == steps.shape and np.array_equal(summed.steps, steps):
-            return summed
-        mean_d, value_d = draws_on_grid(steps, summed.steps, summed.mean_draws), draws_on_grid(steps, summed.steps,
-                                                                               summed.value_draws)
-        return dataclasses.replace(summed, steps=steps, mean=draws_on_grid(steps, summed.steps, summed.mean[None, :])[0],
-                                   mean_draws=mean_d, value_draws=value_d,
-                                   intervals=sample_intervals(value_d, LEVELS))
+        return predictive_on_grid(staged.prediction, steps)
 
     return run
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -155,9 +155,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
             if headroom > 0:
                 notes.append(f"{fn} is still at {result.level_at_cut:.3g}: its headroom {headroom:.3g} widens the "
                              "plateau's interval (the rise cannot be timed before it starts)")
-        p = result.prediction
-        grid = p.steps if summed is None else summed.steps
-        mean_d, value_d = draws_on_grid(grid, p.steps, p.mean_draws), draws_on_grid(grid, p.steps, p.value_draws)
+        p = predictive_on_grid(result.prediction, result.prediction.steps if summed is None else summed.steps)
+        grid, mean_d, value_d = p.steps, p.mean_draws, p.value_draws
         if not started:
             n = max(mean_d.shape[0], value_d.shape[0])
             rises = rng.uniform(0.0, 1.0, n) < RISE_PROBABILITY
@@ -171,13 +170,12 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                                     {"mean": float(result.plateau["mean"]), "lo80": float(np.quantile(own, 0.1)),
                                      "hi80": float(np.quantile(own, 0.9))})
         mean_d, value_d = rng.permutation(mean_d), rng.permutation(value_d)
-        mean = draws_on_grid(grid, p.steps, p.mean[None, :])[0]
         if summed is None:
-            summed = Predictive("forecaster: per reward fn, summed", grid, mean, {}, mean_d, value_d,
+            summed = Predictive("forecaster: per reward fn, summed", grid, p.mean, {}, mean_d, value_d,
                                 np.asarray(p.fitted, float), float("nan"))
         else:
             k, j = min(summed.mean_draws.shape[0], mean_d.shape[0]), min(summed.value_draws.shape[0], value_d.shape[0])
-            summed.mean = summed.mean + mean
+            summed.mean = summed.mean + p.mean
             if np.shape(p.fitted) == np.shape(summed.fitted):
                 summed.fitted = summed.fitted + p.fitted
             summed.mean_draws = summed.mean_draws[:k] + mean_d[:k]
@@ -196,10 +194,17 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     return StagedForecast(list(series), forecast, plateau, per, notes, draws, summed)
 
 
-def draws_on_grid(grid: np.ndarray, steps: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """Draws at ``steps`` (rows) on ``grid``: as they are where the steps are the grid's (the common case: every
-    reward function logged at every step), else linearly interpolated."""
-    draws = np.asarray(draws, float)
-    if steps.shape == grid.shape and np.array_equal(steps, grid):
-        return draws
-    return np.stack([np.interp(grid, steps, row) for row in draws])
+def predictive_on_grid(prediction: Predictive, grid: np.ndarray) -> Predictive:
+    """``prediction`` at the steps ``grid``: as it is where its steps are the grid (the common case: every reward
+    function logged at every step), else its mean and draws linearly interpolated and its intervals taken again
+    from the interpolated value draws."""
+    if prediction.steps.shape == grid.shape and np.array_equal(prediction.steps, grid):
+        return prediction
+
+    def on_grid(rows: np.ndarray) -> np.ndarray:
+        return np.stack([np.interp(grid, prediction.steps, row) for row in np.asarray(rows, float)])
+
+    values = on_grid(prediction.value_draws)
+    return replace(prediction, steps=grid, mean=on_grid(prediction.mean[None, :])[0],
+                   mean_draws=on_grid(prediction.mean_draws), value_draws=values,
+                   intervals=sample_intervals(values, LEVELS))
