@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from pgrpo.cli import main
 from pgrpo.fit.decisions import brier, p_highest, pairs_ordered, stop_decisions, stop_rule_outcome, target_reach
-from pgrpo.fit.staged import component_columns, forecast_components, has_started
+from pgrpo.fit.staged import component_columns, forecast_components, has_started, reward_components
 
 T = np.arange(1, 401, dtype=float)
 
@@ -78,10 +78,16 @@ def test_a_function_that_has_not_started_widens_the_plateau_by_its_headroom():
     assert staged.per_function["format"].started and staged.per_function["format"].headroom == 0
     # the true plateau (1.5 + 6) is inside the summed band; the format function alone is near 1.5
     assert staged.plateau["lo80"] < 1.6 < staged.plateau["mean"] + 0.2 and staged.plateau["hi80"] > 5.0
-    # undeclared, the headroom is the largest span another function shows by the cut, and the notes say so
+    # undeclared, the headroom is the largest rise a started function shows by the cut (its mean curve's span over
+    # the early window: 1.5 (exp(-1/30) - exp(-100/30)) = 1.397, not the noisy values' span), and the notes say so
     guessed = forecast_components(series, 0.25, 400.0)
-    assert guessed.per_function["correct"].headroom == pytest.approx(np.ptp(series["format"][1][T <= 100]))
+    assert guessed.per_function["correct"].headroom == pytest.approx(1.5 * (np.exp(-1 / 30) - np.exp(-100 / 30)),
+                                                                      abs=0.08)
+    assert np.ptp(series["format"][1][T <= 100]) > 1.397 + 0.1
     assert any("--component-range correct" in note for note in guessed.notes)
+    # a log where no function has risen yet adds no headroom (the noise of a flat function is no range)
+    flat = {"a": (T, np.full(T.size, 0.2)), "b": (T, series["correct"][1])}
+    assert all(c.headroom == 0 for c in forecast_components(flat, 0.25, 400.0).per_function.values())
     assert component_columns(["rewards/a/mean", "rewards/a/std", "reward", "rewards/b/mean"]) == {
         "a": "rewards/a/mean", "b": "rewards/b/mean"}
 
@@ -102,6 +108,46 @@ def test_the_summed_forecast_widens_step_by_step_as_the_silent_functions_rise_ma
     summed = staged.prediction
     share_risen = np.mean(summed.mean_draws[:, -1] > 4.0)
     assert 0.4 < share_risen < 0.6  # RISE_PROBABILITY of the draws, every onset before the last step
+
+
+def test_silent_functions_rise_together_or_not_at_all():
+    """Three functions at zero with declared headroom 1 each beside a risen one: one coin per draw, so at the
+    horizon (every onset passed) a draw holds all three rises or none, half of the draws each, and the plateau's 80%
+    band keeps the run staying where it is (independent coins would leave it in 1/8 of the draws only)."""
+    rng = np.random.default_rng(0)
+    series = {"format": (T, 1 - np.exp(-T / 20) + rng.normal(0, 0.02, T.size)),
+              **{k: (T, np.zeros(T.size)) for k in ("c1", "c2", "c3")}}
+    staged = forecast_components(series, 0.25, 400.0, ranges={k: (0.0, 1.0) for k in ("c1", "c2", "c3")})
+    last = staged.prediction.mean_draws[:, -1]
+    base = staged.per_function["format"].plateau["mean"]
+    risen = np.abs(last - (base + 3)) < 0.3
+    stayed = np.abs(last - base) < 0.3
+    assert np.all(risen | stayed) and 0.4 < risen.mean() < 0.6
+    assert staged.plateau["lo80"] < base + 0.1 < base + 2 < staged.plateau["hi80"]
+    assert staged.plateau["mean_of_draws"] == pytest.approx(np.mean(staged.plateau_draws))
+
+
+def test_the_reward_functions_that_make_up_the_reward():
+    """``reward_components`` by hand: a plain sum; a total logged as a function left out; TRL's reward weights read
+    off the log (reward = 2 a + b, a constant function keeping weight 1); functions that do not add up: none."""
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(0, 1, 50), rng.uniform(0, 1, 50)
+    zero = np.zeros(50)
+    plain = reward_components(T[:50], a + b, {"a": a, "b": b, "z": zero})
+    assert plain.weights == {"a": 1.0, "b": 1.0, "z": 1.0} and not plain.notes
+    assert np.array_equal(plain.series["a"][1], a)
+    total = reward_components(T[:50], a + b, {"a": a, "b": b, "total": a + b})
+    assert set(total.series) == {"a", "b"} and "total is the reward itself" in total.notes[0]
+    weighted = reward_components(T[:50], 2 * a + b, {"a": a, "b": b, "z": zero})
+    assert weighted.weights["a"] == pytest.approx(2) and weighted.weights["b"] == pytest.approx(1)
+    assert weighted.weights["z"] == 1.0 and np.allclose(weighted.series["a"][1], 2 * a)
+    assert weighted.weighted_ranges({"a": (0, 1), "b": (0, 1)}) == {"a": (0.0, pytest.approx(2.0)), "b": (0.0, 1.0)}
+    # the one varying function equal to the reward beside functions at zero is a term, not a total
+    alone = reward_components(T[:50], a, {"a": a, "z": zero, "y": zero})
+    assert set(alone.series) == {"a", "z", "y"}
+    apart = reward_components(T[:50], a + b + rng.normal(0, 0.3, 50), {"a": a, "b": b})
+    assert not apart.series and "do not add up" in apart.notes[0]
+    assert reward_components(T[:50], None, {"a": a, "b": b}).weights == {"a": 1.0, "b": 1.0}  # no reward logged
 
 
 def test_the_benchmark_scores_the_function_users_run():

@@ -533,7 +533,7 @@ def _two_function_history(acc_rises: bool, steps: int = 60) -> list[dict]:
 
 def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones_headroom():
     """stop_if_plateau_below=1.5 on a run whose total reward levels off at 1 by step 30 of 200: when one reward
-    function has not started to rise, its headroom (undeclared: the span the other shows by the cut, ~1) lifts the
+    function has not started to rise, its headroom (undeclared: the rise the other shows by the cut, ~1) lifts the
     summed plateau's upper 80% bound to about 1 + 1 = 2 (half of the draws rise), so the run is not stopped; when
     both have risen, the summed band stays near 1 and the rule stops at the second forecast, saying which plateau
     it read. Without the rule no per-function forecast is made (it costs one forecast per function)."""

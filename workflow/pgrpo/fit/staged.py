@@ -8,11 +8,15 @@ that has not started to rise by the cut keeps its headroom in the plateau's inte
 at every step ahead: the mean curve is the sum of the functions' mean curves (no forecast can time a rise that has
 not begun); the draws (of the mean curve and of the logged value) are the sums of the functions' draws, paired at
 random (independent), where a function that has not started (its smoothed level at the cut within three standard
-errors of its start) rises, in half of its draws (:data:`RISE_PROBABILITY`: no log tells whether it will start
-before the horizon), by its headroom (its declared top minus its level; undeclared: the largest span another
-function has shown by the cut, said in the notes) at an onset uniform over the steps ahead. The plateau (the mean
-over the run's last 10% of steps) then has an 80% interval from the function staying where it is to its reaching
-its top, and the per-step intervals widen from the cut on. ``pgrpo forecast`` (key ``components``), the live
+errors of its start) rises, in half of the draws (:data:`RISE_PROBABILITY`: no log tells whether the run's next
+stage begins before the horizon; one coin per draw for all the functions not yet started, so that the band keeps
+the run staying where it is however many there are), by its headroom (its declared top minus its level;
+undeclared: the largest rise a function that has started shows by the cut (the span of its fitted
+mean curve over the early window), none if none has, said in the notes) at
+an onset of its own uniform over the steps ahead. The plateau (the mean over the run's last 10% of steps) then has
+an 80% interval from the functions staying where they are to their reaching their tops, and the per-step intervals
+widen from the cut on. :func:`reward_components` picks the functions that make up the logged reward (a total logged
+as a function left out, TRL's reward weights read off the log). ``pgrpo forecast`` (key ``components``), the live
 callback's plateau stop rule and the forecast benchmark's two-stage family all call it.
 """
 
@@ -42,6 +46,81 @@ def component_columns(columns: Sequence[str]) -> dict[str, str]:
         if match:
             out[match["fn"]] = str(column)
     return out
+
+
+#: the reward functions add up to the logged reward when the r.m.s. of the difference is within this share of the
+#: reward's s.d. (logged values are rounded; a weight other than 1 misses by about that function's own s.d.)
+SUM_TOLERANCE = 0.01
+
+
+@dataclass
+class RewardComponents:
+    """The reward functions that make up a log's reward: ``series`` (fn -> (steps, weighted values), the terms of
+    the logged reward), ``weights`` (TRL's ``reward_weights``, 1 unless the log shows otherwise) and notes."""
+
+    series: dict[str, tuple[np.ndarray, np.ndarray]]
+    weights: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+    def weighted_ranges(self, ranges: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, float]]:
+        """Declared ranges (in each function's own units) as ranges of its term in the reward."""
+        out = {}
+        for fn, (lo, hi) in ranges.items():
+            w = self.weights.get(fn, 1.0)
+            out[fn] = (min(w * float(lo), w * float(hi)), max(w * float(lo), w * float(hi)))
+        return out
+
+
+def reward_components(steps: np.ndarray, reward: np.ndarray | None,
+                      columns: Mapping[str, np.ndarray]) -> RewardComponents:
+    """The terms of the logged ``reward`` among the reward functions' columns (``columns``: fn -> values, rows
+    aligned with ``steps``), checked against the reward where both are logged: a column that is the reward itself (a
+    total logged as a function, ``rewards/total_reward/mean``) is left out; the rest must add up to the reward,
+    plainly or with weights (TRL logs each function unweighted and the reward as ``sum(w_i r_i)``: the weights are
+    read off by least squares, a function constant over the log keeping weight 1). Functions that do not add up to
+    the reward, or fewer than two, give no series (the notes say why)."""
+    steps = np.asarray(steps, float)
+    values = {fn: np.asarray(v, float) for fn, v in columns.items()}
+    if len(values) < 2:
+        return RewardComponents({}, {}, [])
+    notes: list[str] = []
+    weights = {fn: 1.0 for fn in values}
+    total = None if reward is None else np.asarray(reward, float)
+    rows = np.isfinite(steps) & (np.isfinite(total) if total is not None else False)
+    for v in values.values():
+        rows &= np.isfinite(v)
+    if total is not None and rows.sum() >= 3:
+        y = total[rows]
+        tol = SUM_TOLERANCE * max(float(np.std(y)), 1e-12)
+
+        def rms(x: np.ndarray) -> float:
+            return float(np.sqrt(np.mean(np.square(x))))
+
+        for fn in list(values):
+            others_vary = any(float(np.std(v[rows])) > tol for other, v in values.items() if other != fn)
+            if len(values) > 2 and others_vary and rms(values[fn][rows] - y) <= tol:
+                notes.append(f"{fn} is the reward itself (a total logged as a function): left out of the sum")
+                del values[fn], weights[fn]
+        residual = rms(sum(v[rows] for v in values.values()) - y)
+        if residual > tol:
+            varying = [fn for fn, v in values.items() if float(np.std(v[rows])) > tol]
+            rest = y - sum((v[rows] for fn, v in values.items() if fn not in varying), np.zeros(y.size))
+            w = np.linalg.lstsq(np.stack([values[fn][rows] for fn in varying], axis=1), rest, rcond=None)[0] \
+                if varying else np.zeros(0)
+            fitted = sum((wi * values[fn][rows] for wi, fn in zip(w, varying)), np.zeros(y.size))
+            if varying and rms(fitted - rest) <= tol and np.all(np.abs(w) > 1e-6):
+                weights.update({fn: float(wi) for fn, wi in zip(varying, w)})
+                notes.append("the reward is the functions' weighted sum (TRL's reward_weights), weights read off "
+                             "the log: " + ", ".join(f"{fn} {weights[fn]:.3g}" for fn in values))
+            else:
+                return RewardComponents({}, {}, [
+                    f"the reward functions ({', '.join(values)}) do not add up to the logged reward (r.m.s. "
+                    f"difference {residual:.3g} over {int(rows.sum())} steps): no summed forecast"])
+    series = {}
+    for fn, v in values.items():
+        keep = np.isfinite(steps) & np.isfinite(v)
+        series[fn] = (steps[keep], weights[fn] * v[keep])
+    return RewardComponents(series, weights, notes)
 
 
 @dataclass
@@ -85,12 +164,28 @@ class StagedForecast:
             "notes": self.notes})
 
 
+def _start_level(y_early: np.ndarray) -> float:
+    """The mean of a function's first 10% of early points (two at least)."""
+    y = np.asarray(y_early, float)
+    return float(np.mean(y[:max(2, int(round(PLATEAU_SHARE * y.size)))]))
+
+
+def _rise_shown(y_early: np.ndarray, result: Any) -> float:
+    """How far a function that has started has moved by the cut: the span of its fitted mean curve over the early
+    window (the noise left out), else its level at the cut against its start."""
+    fitted = np.asarray(getattr(result.prediction, "fitted", np.array([])), float)
+    fitted = fitted[np.isfinite(fitted)]
+    if fitted.size >= 2:
+        return float(np.ptp(fitted))
+    return abs(result.level_at_cut - _start_level(y_early))
+
+
 def has_started(y_early: np.ndarray, level_at_cut: float) -> bool:
     """Whether a function has moved by the cut: its smoothed level more than three standard errors (the noise s.d.
     from first differences, over the start mean's points) from the mean of its first 10% of points."""
     y = np.asarray(y_early, float)
     n_start = max(2, int(round(PLATEAU_SHARE * y.size)))
-    start = float(np.mean(y[:n_start]))
+    start = _start_level(y)
     noise = robust_noise_sd(y)
     if not (math.isfinite(noise) and noise > 0):
         return bool(abs(level_at_cut - start) > 1e-12 or np.ptp(y) > 0)
@@ -108,8 +203,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
 
     The sum is made draw by draw at every step ahead: each function's mean-curve and logged-value draws
     (:func:`pgrpo.fit.forecast.forecast_run`'s predictive), a function that has not started rising by its whole
-    headroom in :data:`RISE_PROBABILITY` of its draws, at an onset uniform over the steps ahead (no log can time it),
-    the functions' draws paired at random. The summed plateau is the mean of the summed mean-curve draws over the
+    headroom in :data:`RISE_PROBABILITY` of the draws (one coin per draw for all of them), at an onset of its own
+    uniform over the steps ahead (no log can time it), the functions' draws paired at random. The summed plateau is the mean of the summed mean-curve draws over the
     run's last 10% of steps, as a single forecast's is; ``prediction`` holds the summed predictive (the forecast
     benchmark scores it)."""
     from pgrpo.fit.forecast import forecast_run
@@ -118,7 +213,7 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     settings = settings or ForecasterSettings()
     ranges = dict(ranges or {})
     rng = np.random.default_rng(seed)
-    runs, early_spans = {}, {}
+    runs, early_rises = {}, {}
     for fn, (t, y) in series.items():
         t, y = np.asarray(t, float), np.asarray(y, float)
         keep = np.isfinite(t) & np.isfinite(y)
@@ -128,48 +223,54 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
         result = forecast_run(t, y, fraction, total, context, settings, f"rewards/{fn}/mean",
                               cutoff_step=cutoff_step)
         runs[fn] = (t, y, result)
-        early = y[t <= result.cutoff_step]
-        early_spans[fn] = float(np.ptp(early)) if early.size else 0.0
+        if result.success:
+            early = y[t <= result.cutoff_step]
+            if early.size and has_started(early, result.level_at_cut):
+                early_rises[fn] = _rise_shown(early, result)
     notes: list[str] = []
     per: dict[str, ComponentForecast] = {}
     summed: Predictive | None = None
     tail = 1
+    # one coin per draw for every function not yet started: the run's next stage begins within the horizon or not
+    coins = rng.uniform(0.0, 1.0, 1 << 16) < RISE_PROBABILITY
+    silent: list[str] = []  # not started, no range declared and no function risen: no headroom to go by
     for fn, (t, y, result) in runs.items():
         if not result.success:
             notes.append(f"{fn}: {result.message}")
             per[fn] = ComponentForecast(fn, False, False, float("nan"), float("nan"), ranges.get(fn), "", {})
             continue
-        early = y[t <= result.cutoff_step]
-        started = has_started(early, result.level_at_cut)
+        started = fn in early_rises
         declared = ranges.get(fn)
         headroom, source = 0.0, "declared" if declared else "none"
         if not started:
             if declared:
                 headroom = max(float(declared[1]) - result.level_at_cut, 0.0)
+            elif early_rises:
+                headroom, source = max(early_rises.values()), "the largest rise another function shows by the cut"
             else:
-                others = [span for other, span in early_spans.items() if other != fn]
-                headroom = max(others) if others else 0.0
-                source = "the largest span another function shows by the cut"
-                notes.append(f"{fn} has not started to rise by the cut; its range is not declared, so its headroom "
-                             f"is taken as {headroom:.3g} ({source}); declare it with --component-range {fn} LO HI")
+                silent.append(fn)
             if headroom > 0:
-                notes.append(f"{fn} is still at {result.level_at_cut:.3g}: its headroom {headroom:.3g} widens the "
-                             "plateau's interval (the rise cannot be timed before it starts)")
+                why = ("its declared top minus its level" if declared else
+                       f"its range is not declared: {source}; declare it with --component-range {fn} LO HI")
+                notes.append(f"{fn} has not started to rise by the cut (still at {result.level_at_cut:.3g}): its "
+                             f"headroom {headroom:.3g} ({why}) widens the plateau's interval (the rise cannot be "
+                             "timed before it starts)")
         p = predictive_on_grid(result.prediction, result.prediction.steps if summed is None else summed.steps)
-        grid, mean_d, value_d = p.steps, p.mean_draws, p.value_draws
+        grid, mean_d, value_d = p.steps, rng.permutation(p.mean_draws), rng.permutation(p.value_draws)
         if not started:
-            n = max(mean_d.shape[0], value_d.shape[0])
-            rises = rng.uniform(0.0, 1.0, n) < RISE_PROBABILITY
-            onset = rng.uniform(grid[0], grid[-1], n)
-            jump = (headroom * rises)[:, None] * (grid[None, :] >= onset[:, None])
-            mean_d, value_d = mean_d + jump[:mean_d.shape[0]], value_d + jump[:value_d.shape[0]]
+            jumps = []
+            for draws in (mean_d, value_d):
+                n = draws.shape[0]
+                onset = rng.uniform(grid[0], grid[-1], n)
+                jumps.append((headroom * coins[np.arange(n) % coins.size])[:, None]
+                             * (grid[None, :] >= onset[:, None]))
+            mean_d, value_d = mean_d + jumps[0], value_d + jumps[1]
         if summed is None:
             tail = min(max(1, int(round(PLATEAU_SHARE * (result.n_early + grid.size)))), grid.size)
         own = np.mean(mean_d[:, -tail:], axis=1)
         per[fn] = ComponentForecast(fn, True, started, result.level_at_cut, headroom, declared, source,
                                     {"mean": float(result.plateau["mean"]), "lo80": float(np.quantile(own, 0.1)),
                                      "hi80": float(np.quantile(own, 0.9))})
-        mean_d, value_d = rng.permutation(mean_d), rng.permutation(value_d)
         if summed is None:
             summed = Predictive("forecaster: per reward fn, summed", grid, p.mean, {}, mean_d, value_d,
                                 np.asarray(p.fitted, float), float("nan"))
@@ -180,6 +281,10 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                 summed.fitted = summed.fitted + p.fitted
             summed.mean_draws = summed.mean_draws[:k] + mean_d[:k]
             summed.value_draws = summed.value_draws[:j] + value_d[:j]
+    if silent:
+        notes.append(f"{', '.join(silent)}: not risen by the cut, no range declared and no function risen yet, so "
+                     "no headroom is added (each is forecast from its own log; declare a range with "
+                     "--component-range FN LO HI)")
     if summed is None:
         return StagedForecast(list(series), {}, {}, per, notes or ["no reward function could be forecast"])
     if total_range is not None:
@@ -188,7 +293,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     summed.intervals = sample_intervals(summed.value_draws, LEVELS)
     draws = np.mean(summed.mean_draws[:, -tail:], axis=1)
     plateau = {"mean": float(sum(c.plateau["mean"] for c in per.values() if c.success)),
-               "lo80": float(np.quantile(draws, 0.1)), "hi80": float(np.quantile(draws, 0.9))}
+               "lo80": float(np.quantile(draws, 0.1)), "hi80": float(np.quantile(draws, 0.9)),
+               "mean_of_draws": float(np.mean(draws))}
     forecast = {"step": summed.steps.tolist(), "mean": summed.mean.tolist(),
                 **{key: summed.intervals[key].tolist() for key in sorted(summed.intervals)}}
     return StagedForecast(list(series), forecast, plateau, per, notes, draws, summed)
@@ -208,3 +314,23 @@ def predictive_on_grid(prediction: Predictive, grid: np.ndarray) -> Predictive:
     return replace(prediction, steps=grid, mean=on_grid(prediction.mean[None, :])[0],
                    mean_draws=on_grid(prediction.mean_draws), value_draws=values,
                    intervals=sample_intervals(values, LEVELS))
+
+
+def forecast_logged_components(steps: np.ndarray, reward: np.ndarray | None, columns: Mapping[str, np.ndarray],
+                               fraction: float, total_steps: float | None, settings: Any = None,
+                               ranges: Mapping[str, Sequence[float]] | None = None,
+                               total_range: tuple[float, float] | None = None) -> StagedForecast | None:
+    """A log's reward functions (``columns``: fn -> values, rows aligned with ``steps`` and the logged ``reward``)
+    forecast and summed: :func:`reward_components` picks the terms of the reward, :func:`forecast_components`
+    forecasts them (``ranges`` declared in each function's own units). None for fewer than two functions; functions
+    that do not add up to the reward give a record with no plateau and the note why. ``pgrpo forecast`` and the
+    live callback both call it."""
+    parts = reward_components(steps, reward, columns)
+    if len(parts.series) < 2:
+        if not parts.notes:
+            return None
+        return StagedForecast(list(columns), {}, {}, {}, parts.notes)
+    staged = forecast_components(parts.series, fraction, total_steps, settings,
+                                 parts.weighted_ranges(ranges or {}), total_range)
+    staged.notes = parts.notes + staged.notes
+    return staged

@@ -348,17 +348,17 @@ def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, 
     plateau's band) from what has been logged, without the per-step path; None for a log with fewer than two
     reward functions."""
     from pgrpo.fit.forecaster import ForecasterSettings
-    from pgrpo.fit.staged import component_columns, forecast_components
+    from pgrpo.fit.staged import component_columns, forecast_logged_components
 
-    series = {}
-    for fn, column in component_columns(curves.frame.columns).items():
-        steps, values, _ = curves.series(column)
-        if steps.size:
-            series[fn] = (steps, values)
-    if len(series) < 2:
-        return None
+    frame = curves.frame.sort_values("step", kind="stable")
+    columns = {fn: frame[column].to_numpy(float) for fn, column in component_columns(frame.columns).items()}
+    reward = frame["reward"].to_numpy(float) if "reward" in frame.columns else None
     reward_range = tuple(map(float, settings.reward_range)) if settings.reward_range else None
-    out = forecast_components(series, fraction, total_steps, ForecasterSettings(), {}, reward_range).to_dict()
+    staged = forecast_logged_components(frame["step"].to_numpy(float), reward, columns, fraction, total_steps,
+                                        ForecasterSettings(), {}, reward_range)
+    if staged is None:
+        return None
+    out = staged.to_dict()
     out.pop("forecast", None)
     return out
 

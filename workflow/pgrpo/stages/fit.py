@@ -322,7 +322,10 @@ def run_forecast(
             t = payload["target"]
             p = none_to_nan(t.get("p_plateau_at_least"))
             print(f"  target {t['target']:g}: P(plateau >= {t['target']:g}) = {p:.2f}; {t['message']}")
-        if payload.get("components"):
+        if payload.get("components") and not payload["components"].get("plateau"):
+            for note in payload["components"].get("notes", []):
+                print(f"  reward functions: {note}")
+        elif payload.get("components"):
             c = payload["components"]
             print(f"  reward functions summed ({', '.join(c['functions'])}): plateau {fmt(c['plateau']['mean'])} "
                   f"(80%: {fmt(c['plateau']['lo80'])} to {fmt(c['plateau']['hi80'])})"
@@ -342,18 +345,19 @@ def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | No
                      reward_range: tuple[float, float] | None, target: float | None = None) -> dict[str, Any] | None:
     """The reward functions' forecasts summed (:func:`pgrpo.fit.staged.forecast_components`), where the log has two
     or more ``rewards/<fn>/mean`` columns (with ``target``: P(summed plateau >= target)); None otherwise."""
-    from pgrpo.fit.staged import component_columns, forecast_components
+    from pgrpo.fit.staged import component_columns, forecast_logged_components
 
-    columns = component_columns(log.columns)
-    if len(columns) < 2:
-        return None
-    series = {fn: (log["step"].to_numpy(float), log[col].to_numpy(float)) for fn, col in columns.items()}
+    columns = {fn: log[col].to_numpy(float) for fn, col in component_columns(log.columns).items()}
     ranges = {str(k): (float(v[0]), float(v[1])) for k, v in (component_ranges or {}).items()}
-    unknown = sorted(set(ranges) - set(series))
-    if unknown:
+    unknown = sorted(set(ranges) - set(columns))
+    if unknown and len(columns) >= 2:
         raise InputError(f"--component-range names '{unknown[0]}', not a reward function of the log "
-                         f"(functions: {', '.join(series)})")
-    staged = forecast_components(series, fraction, total_steps, settings, ranges, reward_range)
+                         f"(functions: {', '.join(columns)})")
+    reward = log["reward"].to_numpy(float) if "reward" in log.columns else None
+    staged = forecast_logged_components(log["step"].to_numpy(float), reward, columns, fraction, total_steps,
+                                        settings, ranges, reward_range)
+    if staged is None:
+        return None
     out = staged.to_dict()
     if target is not None and staged.plateau_draws is not None:
         out["p_plateau_at_least"] = float(np.mean(staged.plateau_draws >= target))

@@ -33,6 +33,7 @@ import numpy as np
 from pgrpo.errors import InputError
 from pgrpo.fit.benchmark import Curve, default_methods, forecaster_method, run_protocol, summarize
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext
+from pgrpo.fit.staged import component_columns, reward_components
 from pgrpo.stages.logs import read_run_log
 
 #: the ``forecast_benchmark`` config section's defaults
@@ -143,7 +144,8 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
     ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the
     file's ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named in its ``task``) is its
     declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep
-    (:func:`with_study_sweeps`). No folder: no curves."""
+    (:func:`with_study_sweeps`); a reward curve whose reward functions add up to it
+    (:func:`pgrpo.fit.staged.reward_components`) carries them, for the per-function method. No folder: no curves."""
     root = Path(data_dir)
     if not root.is_dir():
         return []
@@ -161,18 +163,23 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
         task = str(info.get("task", ""))
         if declared is None and re.search(r"\bbinary\b", task, re.IGNORECASE) and "correctness" in task.lower():
             declared = [0.0, 1.0]
+        parts = reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float),
+                                  {fn: frame[c].to_numpy(float) for fn, c in component_columns(frame.columns).items()}
+                                  ) if "reward" in frame.columns else None
         for column in ("reward", "eval_reward"):
             if column not in frame.columns:
                 continue
             t, y = _finite(frame["step"], frame[column])
             if t.size < MIN_POINTS:
                 continue
+            components = ({fn: (ct, cy, None) for fn, (ct, cy) in parts.series.items()}
+                          if column == "reward" and parts is not None and len(parts.series) >= 2 else None)
             curves.append(Curve(
                 id=f"{path.stem}/{column}", part="real", split=split, column=column, steps=t, values=y,
                 context=RunContext(reward_range=tuple(declared) if declared else None, mu=TRL_DEFAULT_MU,
                                    k_ref=TRL_DEFAULT_K_REF),
                 provenance={"source": info.get("source", {}), "model": info.get("model"), "task": task,
-                            "file": path.name}))
+                            "file": path.name}, components=components))
     return with_study_sweeps(curves)
 
 
