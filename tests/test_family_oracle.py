@@ -82,3 +82,66 @@ def test_the_page_says_where_the_early_window_puts_a_target_out_of_reach():
     cell["moving_plateau_error_ratio"] = 0.6
     text = "\n".join(_forecast_truth([cell]))
     assert "the true family fitted to the early window 0.300: in reach" in text
+
+
+# --- the bandit curves' bound: the true dynamics ------------------------------------------------------------------
+
+
+def test_the_bandit_oracle_reads_the_learning_rate_off_the_early_window():
+    """The exact map told its setting but eta: on the map's own noiseless early window it finds eta within the fine
+    grid's step (the search cannot know it; 0.037 lies off both grids) and so the whole curve."""
+    from pgrpo import bandit
+    from pgrpo.fit.family_oracle import BanditSetting, fit_bandit
+
+    rewards = (0.0, 0.0, 0.0, 1.0)
+    truth = np.asarray(bandit.simulate(np.array(rewards), 0.037, 0.9, 1.0, 2, 300), float)
+    t = np.arange(0, 76, 3.0)
+    fit = fit_bandit(BanditSetting(rewards, 0.9, 1.0, 2), t, truth[t.astype(int)], 300)
+    assert fit.eta == pytest.approx(0.037, rel=0.01)
+    assert np.max(np.abs(fit(np.arange(301.0)) - truth)) < 0.01
+
+
+def test_a_finite_g_run_continues_from_its_state_as_if_it_had_never_stopped():
+    """run_finite_g stopped at step 77 and continued from its state with the same generator is bitwise the run
+    that never stopped (sliding and periodic references, K_ref 0 and more): the state holds all there is."""
+    from pgrpo.bandit.finite_g import run_finite_g
+
+    r = np.array([0, 0, 0, 0, 0, 0, 1.666, 1.666])
+    for refresh, k_ref in (("sliding", 3), ("periodic", 4), ("sliding", 0)):
+        whole = run_finite_g(r, 0.05, 0.9, 1.0, k_ref, 200, 4, 3, seed=7, refresh=refresh, diagnostics=False).p
+        rng = np.random.default_rng(7)
+        first = run_finite_g(r, 0.05, 0.9, 1.0, k_ref, 77, 4, 3, seed=rng, refresh=refresh, diagnostics=False)
+        rest = run_finite_g(r, 0.05, 0.9, 1.0, k_ref, 123, 4, 3, seed=rng, refresh=refresh, diagnostics=False,
+                            state0=first.state)
+        assert np.array_equal(np.concatenate([first.p[:, :77], rest.p], axis=1), whole)
+    with pytest.raises(ValueError, match="not of this run"):
+        run_finite_g(r, 0.05, 0.9, 1.0, 3, 5, 4, 2, state0=first.state)
+
+
+def test_the_finite_g_bound_is_the_runs_own_past_then_its_mean_future():
+    """finite_g_continuation: up to the cut the run itself (the benchmark's truth for that replica, rerun from its
+    seed), after it the mean of independent futures, which spread about it; at the cut the run's level."""
+    from pgrpo.bandit.finite_g import simulate_finite_g
+    from pgrpo.fit.family_oracle import BanditSetting, finite_g_continuation
+
+    rewards = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
+    runs = simulate_finite_g(np.array(rewards), 0.05, 0.5, 1.0, 8, 240, 4, 2, seed=1013)
+    setting = BanditSetting(rewards, 0.5, 1.0, 8, G=4, eta=0.05, seed=1013, replicas=2, replica=1)
+    path = finite_g_continuation(setting, 60, 240, copies=32)
+    assert path.shape == (241,) and np.array_equal(path[:60], runs[1, :60])
+    assert path[60] == pytest.approx(runs[1, 60], abs=1e-12)  # every future starts where the run stands
+    assert not np.array_equal(path[61:], runs[1, 61:])  # one future of many: the mean is another curve
+
+
+def test_the_page_names_the_true_dynamics_on_the_bandit_parts():
+    from pgrpo.tables.results_pages import _forecast_truth
+
+    cell = {"part": "bandit", "split": "holdout", "truth_kind": "true mean", "truth_moves": 0.8,
+            "moving_mean_rmse_ratio": 0.7, "hindsight_moving_mean_rmse_ratio": 0.4,
+            "family_moving_mean_rmse_ratio": 0.34, "moving_plateau_error_ratio": 0.8,
+            "hindsight_moving_plateau_error_ratio": 0.2, "family_moving_plateau_error_ratio": 0.7,
+            "coverage80": 0.8}
+    text = "\n".join(_forecast_truth([cell]))
+    assert "the true dynamics (the exact map fitted to the early window, a finite-G run continued from its state " \
+           "at the cut) 0.340: in reach" in text
+    assert "at the cut) 0.700: out of the early window's reach" in text

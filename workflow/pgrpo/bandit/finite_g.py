@@ -119,6 +119,29 @@ class FiniteGRun:
     G: int
     eta: float
     burn_in: int
+    state: "FiniteGState | None" = None
+
+
+@dataclass(frozen=True)
+class FiniteGState:
+    """Where the replicas stand after ``k`` steps: ``theta_k``, ``theta_{k-1}`` (the heavy ball's memory), the ring of
+    past log-policies the sliding reference reads (``ring[j % len]`` holds step ``j``'s) and the periodic refresh's
+    current reference; :func:`run_finite_g` continues from it exactly as if it had never stopped."""
+
+    k: int
+    theta: np.ndarray
+    theta_prev: np.ndarray
+    ring: np.ndarray
+    log_old: np.ndarray
+
+    def replica(self, index: int, copies: int) -> "FiniteGState":
+        """Replica ``index``'s state, ``copies`` times (to continue it along independent futures)."""
+        def pick(a: np.ndarray, axis: int) -> np.ndarray:
+            one = np.take(a, [index], axis=axis)
+            return np.repeat(one, copies, axis=axis)
+
+        return FiniteGState(self.k, pick(self.theta, 0), pick(self.theta_prev, 0), pick(self.ring, 1),
+                            pick(self.log_old, 0))
 
 
 def _initial_theta(theta0, replicas: int, n: int) -> np.ndarray:
@@ -130,11 +153,14 @@ def _initial_theta(theta0, replicas: int, n: int) -> np.ndarray:
 
 def run_finite_g(rewards, eta: float, mu: float, beta: float, k_ref: int, steps: int, G: int, replicas: int,
                  seed=0, refresh: str = "sliding", gradient: str = "importance_weighted", ddof: int = 1,
-                 theta0=None, burn_in: int = 0, diagnostics: bool = True) -> FiniteGRun:
+                 theta0=None, burn_in: int = 0, diagnostics: bool = True,
+                 state0: FiniteGState | None = None) -> FiniteGRun:
     """Iterate the finite-``G`` map for ``replicas`` independent replicas at once, with the diagnostics.
 
     ``seed``: anything :func:`numpy.random.default_rng` accepts (same seed, same result). ``theta0``: the start,
     ``(|O|,)`` or ``(replicas, |O|)`` (default ``0``), always from rest. ``burn_in``: first step of the window.
+    ``state0``: continue from a run's :class:`FiniteGState` instead (its ``replicas``; ``p[:, 0]`` is at its step);
+    the run's own ``state`` is where it ends.
     """
     r = as_rewards(rewards)
     _check(G, ddof, gradient, refresh)
@@ -145,17 +171,28 @@ def run_finite_g(rewards, eta: float, mu: float, beta: float, k_ref: int, steps:
         raise ValueError(f"k_ref must be >= {0 if refresh == 'sliding' else 1} for refresh={refresh!r}")
     rng = np.random.default_rng(seed)
     n = r.size
-    theta = _initial_theta(theta0, replicas, n)
-    theta_prev = theta.copy()
-    ring = np.empty((k_ref + 1 if refresh == "sliding" else 1, replicas, n))
+    ring_size = k_ref + 1 if refresh == "sliding" else 1
+    if state0 is None:
+        k0 = 0
+        theta = _initial_theta(theta0, replicas, n)
+        theta_prev = theta.copy()
+        ring = np.empty((ring_size, replicas, n))
+        log_old = np.zeros((replicas, n))
+    else:
+        if state0.theta.shape != (replicas, n) or state0.ring.shape != (ring_size, replicas, n):
+            raise ValueError(f"state0 is of {state0.theta.shape[0]} replicas of {state0.theta.shape[1]} arms with a "
+                             f"ring of {state0.ring.shape[0]}: not of this run")
+        k0, theta, theta_prev = int(state0.k), state0.theta.copy(), state0.theta_prev.copy()
+        ring, log_old = state0.ring.copy(), state0.log_old.copy()
     p = np.empty((replicas, steps + 1))
     per_step = np.zeros((4, steps))
     window = np.zeros((4, replicas))
     pi_sum = np.zeros(n)
-    for k in range(steps):
+    for j in range(steps):
+        k = k0 + j
         log_pi = log_softmax(theta)
         pi = np.exp(log_pi)
-        p[:, k] = p_now = pi @ r
+        p[:, j] = p_now = pi @ r
         if refresh == "sliding":
             ring[k % ring.shape[0]] = log_pi
             log_old = ring[max(k - k_ref, 0) % ring.shape[0]]
@@ -168,10 +205,10 @@ def run_finite_g(rewards, eta: float, mu: float, beta: float, k_ref: int, steps:
             f = eta * ((g - g_inf) * (pi * (r - p_now[:, None]))).sum(axis=1)
             rows = (sigma, zero.astype(float), f, f * f)
             for i, row in enumerate(rows):
-                per_step[i, k] = row.mean()
-                if k >= burn_in:
+                per_step[i, j] = row.mean()
+                if j >= burn_in:
                     window[i] += row
-            if k >= burn_in:
+            if j >= burn_in:
                 pi_sum += pi.sum(axis=0)
         g_kl = pi * (log_pi - (pi * log_pi).sum(axis=1, keepdims=True))
         theta_prev, theta = theta, theta + eta * (g - beta * g_kl) + mu * (theta - theta_prev)
@@ -180,7 +217,8 @@ def run_finite_g(rewards, eta: float, mu: float, beta: float, k_ref: int, steps:
     window /= n_window
     return FiniteGRun(p=p, theta_final=theta, per_step=dict(zip(DIAGNOSTICS, per_step)),
                       window=dict(zip(DIAGNOSTICS, window)), pi_mean=pi_sum / (n_window * replicas),
-                      G=G, eta=float(eta), burn_in=int(burn_in))
+                      G=G, eta=float(eta), burn_in=int(burn_in),
+                      state=FiniteGState(k0 + steps, theta, theta_prev, ring, log_old))
 
 
 def simulate_finite_g(rewards, eta: float, mu: float, beta: float, k_ref: int, steps: int, G: int, replicas: int,

@@ -13,8 +13,9 @@ part and split, and overall with every part weighted equally.
 Two oracles see the held-out values and are no methods: their own mean (the least RMSE of any constant forecast)
 and a cubic in the step least-squares fitted to them (the best smooth curve through the answer): a target under a
 cell's hindsight cubic cannot be met by any forecast that a cubic follows over the tail. On the generated
-closed-form curves a third bound is told their functional form and sees the early window only
-(:mod:`pgrpo.fit.family_oracle`): a target below its error is out of the early window's reach.
+closed-form curves a third bound is told their functional form, on the bandit curves the exact map of their
+setting with eta unknown, and sees the early window only (:mod:`pgrpo.fit.family_oracle`): a target below its
+error is out of the early window's reach.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Curve:
     (``dev``: methods are chosen on it; ``holdout``: reported only), ``group`` (runs of one model and setting at other
     G or seeds, for pooling), the run's ``context`` and ``provenance`` (source, license, settings); ``truth``: the
     true mean at every step where it is known; ``sweep``: the runs compared with one another (same steps);
-    ``family``: a generated curve's family; ``components``: reward function -> (steps, logged, declared range)."""
+    ``family``: a generated curve's family; ``components``: reward function -> (steps, logged, declared range);
+    ``bandit_setting``: a bandit curve's setting (what the family oracle is told of it)."""
 
     id: str
     part: str
@@ -73,6 +75,7 @@ class Curve:
     sweep: str | None = None
     family: str | None = None
     components: dict[str, tuple[np.ndarray, np.ndarray, tuple[float, float] | None]] | None = None
+    bandit_setting: Any = None
 
 
 def cut(curve: Curve, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -159,16 +162,33 @@ FAMILY_ORACLE = "oracle (true family fitted to the early window)"
 
 def family_oracle_method() -> Method:
     """Not a method: :func:`pgrpo.fit.family_oracle.fit_family` on the early window of a generated curve, told its
-    family (closed-form curves only), with the early residuals' quantiles as its intervals: a target below its
-    error is out of reach of the early window (see :mod:`pgrpo.fit.family_oracle`)."""
+    family (closed-form curves), or :func:`pgrpo.fit.family_oracle.fit_bandit`, told a bandit curve's setting but
+    its learning rate, with the early residuals' quantiles as its intervals: a target below its error is out of
+    reach of the early window (see :mod:`pgrpo.fit.family_oracle`)."""
     from pgrpo.fit.family_oracle import fit_family
 
+    from pgrpo.fit.family_oracle import fit_bandit, finite_g_continuation
+
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        fit = fit_family(str(curve.family), t, y)
+        setting = curve.bandit_setting
+        if setting is not None and setting.G is not None:
+            path = finite_g_continuation(setting, int(round(t[-1])), int(math.ceil(curve.steps[-1])))
+
+            def fit(x: np.ndarray) -> np.ndarray:
+                return np.interp(np.asarray(x, float), np.arange(path.size, dtype=float), path)
+
+            details = {"family": f"finite-G run continued from its state at the cut (G = {setting.G})",
+                       "params": []}
+        elif setting is not None:
+            fit = fit_bandit(setting, t, y, float(curve.steps[-1]))
+            details = {"family": "bandit map", "params": [fit.eta]}
+        else:
+            fit = fit_family(str(curve.family), t, y)
+            details = {"family": fit.family, "params": list(fit.params)}
         mean, fitted = fit(steps), fit(t)
         intervals, draws = _quantile_band(y - fitted, mean)
         return Predictive(FAMILY_ORACLE, steps, mean, intervals, np.tile(mean, (10, 1)), draws, fitted,
-                          float(np.std(y - fitted)), details={"family": fit.family, "params": list(fit.params)})
+                          float(np.std(y - fitted)), details=details)
 
     return run
 
@@ -363,10 +383,10 @@ def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict
 
 def has_family_form(curve: Curve) -> bool:
     """Whether ``curve`` is a generated closed-form curve whose family has a form in
-    :data:`pgrpo.fit.family_oracle.FORMS`."""
+    :data:`pgrpo.fit.family_oracle.FORMS`, or a bandit curve with its setting."""
     from pgrpo.fit.family_oracle import FORMS
 
-    return curve.part == "closed-form" and curve.family in FORMS
+    return (curve.part == "closed-form" and curve.family in FORMS) or curve.bandit_setting is not None
 
 
 # ---- summaries ---------------------------------------------------------------------------------------------------

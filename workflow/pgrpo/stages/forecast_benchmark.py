@@ -32,6 +32,7 @@ import numpy as np
 
 from pgrpo.errors import InputError
 from pgrpo.fit.benchmark import Curve, default_methods, forecaster_method, run_protocol, summarize
+from pgrpo.fit.family_oracle import BanditSetting
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 from pgrpo.fit.staged import component_columns, reward_components
 from pgrpo.stages.logs import read_run_log
@@ -257,7 +258,11 @@ def bandit_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS, simulator: Callab
                                        f"{steps} steps logged every {every}",
                             "source": "pgrpo.bandit.simulate" if G is None else origin},
                 group=f"bandit/{name}", eval_steps=t[::EVAL_EVERY_POINTS],
-                eval_values=_observe(p[::EVAL_EVERY_POINTS], r_max, EVAL_BATCH, rng)))
+                eval_values=_observe(p[::EVAL_EVERY_POINTS], r_max, EVAL_BATCH, rng),
+                bandit_setting=BanditSetting(tuple(map(float, rewards)), mu, beta, k_ref) if G is None
+                or simulator is not finite_g_simulator()[0] else BanditSetting(
+                    tuple(map(float, rewards)), mu, beta, k_ref, G, eta, 1000 + index, len(SEEDS),
+                    SEEDS.index(seed))))
     return curves, notes
 
 
@@ -283,7 +288,8 @@ def bandit_sweep_corpus(settings: Sequence[tuple] = BANDIT_SETTINGS) -> list[Cur
             values=_observe(p, float(r.max()), BANDIT_BATCH, rng), truth=p,
             context=RunContext(reward_range=(float(r.min()), float(r.max())), batch=BANDIT_BATCH, mu=mu, k_ref=k_ref),
             provenance={"setting": f"{name}: eta={eta}, mu={mu}, K_ref={k_ref}, beta={beta}, {SWEEP_STEPS} steps",
-                        "source": "pgrpo.bandit.simulate"}, sweep="bandit-sweep/calib"))
+                        "source": "pgrpo.bandit.simulate"}, sweep="bandit-sweep/calib",
+            bandit_setting=BanditSetting(tuple(map(float, rewards)), mu, beta, k_ref)))
     return curves
 
 

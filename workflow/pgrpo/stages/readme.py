@@ -330,8 +330,8 @@ TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_
 #: whether a missed target is in any forecast's reach
 HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",
                          "stop_loss_share")
-#: the scores of the generating family fitted to the early window (``family_<key>``, closed-form cells only): the
-#: bound that says whether a missed target is in the early window's reach
+#: the scores of the generating family fitted to the early window (``family_<key>``: closed-form and bandit cells,
+#: the bandit's true dynamics): the bound that says whether a missed target is in the early window's reach
 FAMILY_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio")
 
 

@@ -414,12 +414,16 @@ def _reach(bound: Any, in_reach: bool, spec: str, what: str = "hindsight cubic")
     return f"{what} {fmt(bound, spec)}: " + ("in reach" if in_reach else "out of any forecast's reach")
 
 
-def _early_reach(text: str, family: Any, target: float, spec: str) -> str:
+def _early_reach(text: str, family: Any, target: float, spec: str, part: str = "") -> str:
     """``text`` (the hindsight cubic's reading) with the true family's, fitted to the early window, where the cell
-    has it: above the target, the early window does not pin the tail down that far."""
+    has it: above the target, the early window does not pin the tail down that far. On the bandit parts the true
+    dynamics stand in (the exact map with eta fitted to the early window; a finite-G run continued from its whole
+    state at the cut, which no early window can know better)."""
     if not finite_number(family):
         return text
-    return (f"{text}; the true family fitted to the early window {fmt(family, spec)}: "
+    what = ("the true dynamics (the exact map fitted to the early window, a finite-G run continued from its state "
+            "at the cut)" if str(part).startswith("bandit") else "the true family fitted to the early window")
+    return (f"{text}; {what} {fmt(family, spec)}: "
             + ("in reach" if family <= target else "out of the early window's reach"))
 
 
@@ -442,13 +446,13 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
                 bound, what = c.get("hindsight_ratio"), "hindsight cubic (logged RMSE)"
             mean_curve = _target(fmt(moving, ".3f"), moving <= TARGET_MEAN_CURVE, _early_reach(
                 _reach(bound, finite_number(bound) and bound <= TARGET_MEAN_CURVE, ".3f", what),
-                c.get("family_moving_mean_rmse_ratio"), TARGET_MEAN_CURVE, ".3f"))
+                c.get("family_moving_mean_rmse_ratio"), TARGET_MEAN_CURVE, ".3f", c.get("part", "")))
         else:
             mean_curve = "n/a (the truth does not move after the cut)"
         plateau, plateau_bound = c.get("moving_plateau_error_ratio"), c.get("hindsight_moving_plateau_error_ratio")
         plateau_text = _target(fmt(plateau, ".3f"), plateau <= TARGET_PLATEAU, _early_reach(_reach(
             plateau_bound, finite_number(plateau_bound) and plateau_bound <= TARGET_PLATEAU, ".3f"),
-            c.get("family_moving_plateau_error_ratio"), TARGET_PLATEAU, ".3f")) if (
+            c.get("family_moving_plateau_error_ratio"), TARGET_PLATEAU, ".3f", c.get("part", ""))) if (
             moves and finite_number(plateau)) else "n/a"
         pairs, at_cut = c.get("pairs_right"), c.get("pairs_right_at_cut")
         if moves and finite_number(pairs):
@@ -500,7 +504,11 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             "reach: a target it misses too asks a forecast to beat the best smooth curve through the answer. On the "
             "generated closed-form curves a second bound is told each curve's functional form and sees only the "
             "early window (the true family least-squares fitted to it, `pgrpo.fit.family_oracle`): a target it "
-            "misses is out of the early window's reach, whatever the cubic in hindsight reaches.", "",
+            "misses is out of the early window's reach, whatever the cubic in hindsight reaches. On the bandit "
+            "curves the bound is the true dynamics: the exact map of the curve's setting with its learning rate "
+            "fitted to the early window, and a finite-G run continued from its whole state at the cut (its logits, "
+            "momentum and reference policies) along 64 independent futures and averaged, the least mean-square "
+            "error any forecast of that run can have.", "",
             table.rstrip("\n"), ""]
 
 
