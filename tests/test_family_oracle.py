@@ -68,22 +68,6 @@ def test_the_benchmark_tells_the_form_to_generated_curves_only():
     assert told == {c.id for c in generated}
 
 
-def test_the_page_says_where_the_early_window_puts_a_target_out_of_reach():
-    from pgrpo.tables.results_pages import _forecast_truth
-
-    cell = {"part": "closed-form", "split": "dev", "truth_kind": "true mean", "truth_moves": 0.8,
-            "moving_mean_rmse_ratio": 0.95, "hindsight_moving_mean_rmse_ratio": 0.12,
-            "family_moving_mean_rmse_ratio": 0.99, "moving_plateau_error_ratio": 0.4,
-            "hindsight_moving_plateau_error_ratio": 0.03, "family_moving_plateau_error_ratio": 0.3,
-            "coverage80": 0.8}
-    text = "\n".join(_forecast_truth([cell]))
-    assert "the true family fitted to the early window 0.990: out of the early window's reach" in text
-    assert "0.400 met" in text  # the plateau target is met: no bound is read
-    cell["moving_plateau_error_ratio"] = 0.6
-    text = "\n".join(_forecast_truth([cell]))
-    assert "the true family fitted to the early window 0.300: in reach" in text
-
-
 # --- the bandit curves' bound: the true dynamics ------------------------------------------------------------------
 
 
@@ -133,15 +117,23 @@ def test_the_finite_g_bound_is_the_runs_own_past_then_its_mean_future():
     assert not np.array_equal(path[61:], runs[1, 61:])  # one future of many: the mean is another curve
 
 
-def test_the_page_names_the_true_dynamics_on_the_bandit_parts():
+def _truth_cell(part, mean_curve, family_mean_curve, plateau, family_plateau):
+    return {"part": part, "split": "dev", "truth_kind": "true mean", "truth_moves": 0.8,
+            "moving_mean_rmse_ratio": mean_curve, "hindsight_moving_mean_rmse_ratio": 0.12,
+            "family_moving_mean_rmse_ratio": family_mean_curve, "moving_plateau_error_ratio": plateau,
+            "hindsight_moving_plateau_error_ratio": 0.03, "family_moving_plateau_error_ratio": family_plateau,
+            "coverage80": 0.8}
+
+
+@pytest.mark.parametrize("part, name", [
+    ("closed-form", "the true family fitted to the early window"),
+    ("bandit", "the true dynamics (the exact map fitted to the early window, a finite-G run continued from its "
+               "state at the cut)")])
+def test_the_page_says_where_the_early_window_puts_a_target_out_of_reach(part, name):
     from pgrpo.tables.results_pages import _forecast_truth
 
-    cell = {"part": "bandit", "split": "holdout", "truth_kind": "true mean", "truth_moves": 0.8,
-            "moving_mean_rmse_ratio": 0.7, "hindsight_moving_mean_rmse_ratio": 0.4,
-            "family_moving_mean_rmse_ratio": 0.34, "moving_plateau_error_ratio": 0.8,
-            "hindsight_moving_plateau_error_ratio": 0.2, "family_moving_plateau_error_ratio": 0.7,
-            "coverage80": 0.8}
-    text = "\n".join(_forecast_truth([cell]))
-    assert "the true dynamics (the exact map fitted to the early window, a finite-G run continued from its state " \
-           "at the cut) 0.340: in reach" in text
-    assert "at the cut) 0.700: out of the early window's reach" in text
+    text = "\n".join(_forecast_truth([_truth_cell(part, 0.95, 0.99, 0.4, 0.3)]))
+    assert f"{name} 0.990: out of the early window's reach" in text
+    assert "0.400 met" in text  # the plateau target is met: no bound is read
+    text = "\n".join(_forecast_truth([_truth_cell(part, 0.95, 0.99, 0.6, 0.3)]))
+    assert f"{name} 0.300: in reach" in text
