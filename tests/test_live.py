@@ -24,6 +24,7 @@ from pgrpo.live.reads import (
     StopRules,
     configuration_theory,
     curves_from_history,
+    curves_up_to,
     measured_theory,
     read_curves,
 )
@@ -203,7 +204,7 @@ def test_replay_and_watch_read_every_saved_format_alike(fmt, tmp_path):
     reference = run_replay(str(paths["trainer_state"]), every=20, quiet=True)
     result = run_replay(str(paths[fmt]), every=20, quiet=True)
     assert result["first_flagged"] == reference["first_flagged"] and result["first_flagged"]
-    reads = run_watch(str(paths[fmt]), once=True, out_dir=str(tmp_path / f"watch_{fmt}"))
+    reads = run_watch(str(paths[fmt]), once=True, out_dir=str(tmp_path / f"watch_{fmt}")).reads
     payload = json.loads((tmp_path / f"watch_{fmt}" / "live.json").read_text())
     assert payload["modes"]["degeneracy"]["flagged"] is True and reads[0].step == 120.0
     assert (tmp_path / f"watch_{fmt}" / "live.html").read_text().startswith("<!doctype html>")
@@ -220,6 +221,68 @@ def test_watch_reads_the_workflow_log_csv_with_its_meta(tmp_path):
     payload = json.loads((run / "pgrpo" / "live.json").read_text())
     assert payload["theory"]["configuration"]["critical_K"] == pytest.approx(0.1 / 0.01)
     assert payload["live"]["total_steps"] == 300.0  # the planned length from meta.json, for the forecast
+
+
+def test_watch_applies_the_callbacks_stop_rules_as_a_synchronous_replay_decides(tmp_path):
+    """A watched run is stopped by the callback's rules at the read the callback (synchronous) would stop at: a read
+    every 10 logged steps, the second consecutive flagged one; stop.json beside live.json, exit status 3."""
+    history = PLANTED["planted_stuck_at_zero"]["log_history"][:120]
+    paths = write_formats(history, tmp_path)
+    replay = run_replay(str(paths["trainer_state"]), every=10, stop_on=["degeneracy"], quiet=True, lag_reads=0)
+    out = tmp_path / "watched"
+    outcome = run_watch(str(paths["output_folder"]), once=True, out_dir=str(out), stop_on=["degeneracy"])
+    assert outcome.ended == "stopped" and outcome.exit_status == 3
+    stop = json.loads((out / "stop.json").read_text())
+    assert stop["mode"] == "degeneracy" and stop["read_step"] == replay["stopped"]["read_step"]
+    logged = [e["step"] for e in history if "reward" in e]
+    assert stop["read_step"] in logged[9::10]  # a read of the callback's schedule, not the poll's last step
+    assert stop["step"] == logged[-1]  # acted on when the watcher saw it
+    assert json.loads((out / "live.json").read_text())["live"]["stopped"]["mode"] == "degeneracy"
+
+
+def test_watch_polled_as_the_log_grows_decides_as_one_pass_over_the_whole_log():
+    """The schedule is caught up poll by poll: reads at 10, 20, ... logged steps whatever the polls saw."""
+    from pgrpo.stages.live import ScheduledReads
+
+    curves = curves_from_history(PLANTED["planted_stuck_at_zero"]["log_history"][:120])
+    settings = LiveSettings(stop_on=("degeneracy",), forecast_every=0)
+    polled = ScheduledReads(settings)
+    stops = [polled.catch_up(curves_up_to(curves, float(seen)), None) for seen in (7, 13, 14, 38, 120)]
+    whole = ScheduledReads(settings).catch_up(curves, None)
+    first = next(stop for stop in stops if stop)
+    assert first["read_step"] == whole["read_step"]
+    assert [r.step for r in polled.reads] == [10.0 * (i + 1) for i in range(len(polled.reads))]
+
+
+def test_watch_cli_runs_on_stop_with_the_stop_in_its_environment(tmp_path):
+    paths = write_formats(PLANTED["planted_stuck_at_zero"]["log_history"][:100], tmp_path)
+    marker = tmp_path / "on_stop.txt"
+    done = subprocess.run([sys.executable, "-m", "pgrpo", "watch", str(paths["wandb_csv"]), "--once", "--out",
+                           str(tmp_path / "w"), "--stop-on", "degeneracy",
+                           "--on-stop", f'echo "$PGRPO_STOP_MODE $PGRPO_STOP_READ_STEP $PGRPO_STOP_JSON" > {marker}'],
+                          capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    mode, read_step, stop_json = marker.read_text().split()
+    assert mode == "degeneracy" and json.loads(Path(stop_json).read_text())["read_step"] == float(read_step)
+    assert "pgrpo watch: stop at step 100" in done.stdout
+
+
+def test_watch_of_a_healthy_run_stops_nothing_and_ends_at_its_planned_length(tmp_path):
+    history = PLANTED["planted_healthy"]["log_history"]
+    paths = write_formats(history, tmp_path)
+    last = max(e["step"] for e in history if "reward" in e)
+    outcome = run_watch(str(paths["bare"]), every_seconds=0.01, out_dir=str(tmp_path / "w"), total_steps=last,
+                        stop_on=["degeneracy", "no_learning", "regression"])
+    assert (outcome.ended, outcome.stopped, outcome.exit_status) == ("finished", None, 0)
+    assert not (tmp_path / "w" / "stop.json").exists()
+
+
+def test_watch_of_a_log_that_stops_growing_gives_up_after_its_idle_timeout(tmp_path):
+    paths = write_formats(PLANTED["planted_healthy"]["log_history"][:40], tmp_path)
+    outcome = run_watch(str(paths["bare"]), every_seconds=0.05, idle_timeout=0.2, out_dir=str(tmp_path / "w"))
+    assert outcome.ended == "idle" and len(outcome.reads) == 1  # read once: the log never grew again
+    with pytest.raises(InputError, match="--idle-timeout"):
+        run_watch(str(paths["bare"]), idle_timeout=0)
 
 
 def test_watch_of_an_unreadable_log_is_one_line(tmp_path):

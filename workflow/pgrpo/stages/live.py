@@ -6,8 +6,11 @@ replay's JSON written atomically.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -144,25 +147,106 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
 
 def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead],
                theory: Mapping[str, Any], source: str, total_steps: float | None,
-               curve: Any = None) -> dict[str, Any]:
-    """``live.json`` and ``live.html`` in ``folder`` (atomically); ``curve``: the log's frame (its reward drawn)."""
-    payload = live_payload(read, settings, reads, theory, None, source, total_steps, curve=curve)
+               curve: Any = None, stopped: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``live.json`` and ``live.html`` in ``folder`` (atomically), and ``stop.json`` when a stop rule has fired;
+    ``curve``: the log's frame (its reward drawn)."""
+    payload = live_payload(read, settings, reads, theory, stopped, source, total_steps, curve=curve)
     write_json(Path(folder) / "live.json", payload)
     write_text(Path(folder) / "live.html", live_html(payload))
+    if stopped:
+        write_json(Path(folder) / "stop.json", dict(stopped))
     return payload
+
+
+#: ``pgrpo watch``'s exit status when a stop rule fired (0: the run ended, or ``--once`` read it, with no stop)
+STOP_EXIT_STATUS = 3
+
+
+class ScheduledReads:
+    """The stop rules of a watched run, read on the callback's schedule: a read after every ``settings.every``-th
+    logged training step, each on what had been logged by then (:func:`curves_up_to`), forecasting on the
+    callback's schedule, fed to :class:`StopRules` in order. Each poll of the log catches up the reads its new steps
+    allow, so a watcher polled every minute decides as the callback would have at the same steps (synchronously:
+    the watcher trains nothing, so a decision is acted on at once)."""
+
+    def __init__(self, settings: LiveSettings):
+        self.settings = settings
+        self.rules = StopRules(settings)
+        self.reads: list[LiveRead] = []
+
+    def catch_up(self, curves: RunCurves, total_steps: float | None) -> dict[str, Any] | None:
+        """The reads due in ``curves`` not made yet; the stop record of the first read that decides (None: none)."""
+        every = self.settings.every
+        points = training_steps(curves)[every - 1::every]
+        for index in range(len(self.reads), len(points)):
+            step = float(points[index])
+            read = read_curves(curves_up_to(curves, step), self.settings, total_steps, None,
+                               self.settings.forecasts_at(index), self.reads[-1] if self.reads else None)
+            self.reads.append(read)
+            decision = self.rules.update(read)
+            if decision is not None:
+                return plain({**decision.to_dict(), "read_step": step, "step": float(curves.last_step),
+                              "lag_reads": 0, "source": curves.source})
+        return None
+
+
+def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> int:
+    """``--on-stop``: ``command`` through the shell with the stop in its environment (``PGRPO_STOP_MODE``,
+    ``PGRPO_STOP_STEP``, ``PGRPO_STOP_READ_STEP``, ``PGRPO_STOP_REASON``, ``PGRPO_STOP_JSON``); its exit status. A
+    command that fails is reported, never raised: the stop record is already on disk."""
+    env = {**os.environ, "PGRPO_STOP_MODE": str(stopped["mode"]), "PGRPO_STOP_STEP": f"{stopped['step']:g}",
+           "PGRPO_STOP_READ_STEP": f"{stopped['read_step']:g}", "PGRPO_STOP_REASON": str(stopped["reason"]),
+           "PGRPO_STOP_JSON": str(stop_json)}
+    try:
+        done = subprocess.run(command, shell=True, env=env, check=False)
+    except OSError as error:
+        print(f"pgrpo watch: warning: --on-stop could not run: {error}", file=sys.stderr, flush=True)
+        return 127
+    if done.returncode:
+        print(f"pgrpo watch: warning: --on-stop exited {done.returncode}", file=sys.stderr, flush=True)
+    return done.returncode
+
+
+@dataclass
+class WatchOutcome:
+    """How a watch ended: its full-log reads, the stop record (None: no rule fired), why it ended (``once``,
+    ``stopped``, ``finished``: the log reached the run's planned length, ``idle``: the log stopped growing for
+    ``idle_timeout`` seconds, ``max_reads``) and the exit status for the CLI."""
+
+    reads: list[LiveRead]
+    stopped: dict[str, Any] | None
+    ended: str
+
+    @property
+    def exit_status(self) -> int:
+        return STOP_EXIT_STATUS if self.stopped else 0
 
 
 def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_dir: str | None = None,
               meta_json: str | None = None, reward_range: Sequence[float] | None = None,
               max_completion_length: int | None = None, total_steps: float | None = None,
-              max_reads: int | None = None) -> list[LiveRead]:
+              max_reads: int | None = None, stop_on: Sequence[str] = (),
+              stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
+              idle_timeout: float | None = None) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
     log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
-    cannot be read (yet, or mid-write) prints a warning and is read again next time; ``once``: one read."""
+    cannot be read (yet, or mid-write) prints a warning and is read again next time; ``once``: one read.
+
+    The stop rules of the callback (``stop_on``, ``stop_if_plateau_below``) are applied to reads on its schedule,
+    one every ``every_logged`` logged training steps (:class:`ScheduledReads`); when one fires, ``stop.json`` is
+    written beside ``live.json``, ``on_stop`` is run (:func:`run_on_stop`: e.g. ``scancel $SLURM_JOB_ID``) and
+    the watch ends. It also ends when the log reaches the run's planned length (``total_steps``, else the meta's
+    ``max_steps``) or has not grown for ``idle_timeout`` seconds."""
+    if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
+        raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
+    rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
+                                 tuple(reward_range) if reward_range else None, max_completion_length)
+    scheduled = ScheduledReads(rule_settings) if (stop_on or stop_if_plateau_below is not None) else None
     reads: list[LiveRead] = []
     theory: dict[str, Any] = {}
     last_seen: tuple[str, float] | None = None
+    last_growth = time.monotonic()
     while True:
         try:
             file = resolve_log_path(path)
@@ -172,10 +256,11 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
             curves = log_curves(str(file), meta, None, allow_non_finite=True)
             seen = (str(file), float(curves.last_step))
             if seen != last_seen:
-                last_seen = seen
-                settings = LiveSettings(10, (), None, tuple(reward_range) if reward_range else None,
-                                        max_completion_length or (meta or {}).get("max_completion_length"))
-                read = read_curves(curves, settings, _total_steps(curves, total_steps), None)
+                last_seen, last_growth = seen, time.monotonic()
+                cap = max_completion_length or (meta or {}).get("max_completion_length")
+                settings = replace(rule_settings, max_completion_length=cap)
+                total = _total_steps(curves, total_steps)
+                read = read_curves(curves, settings, total, None)
                 reads.append(read)
                 if not theory:
                     theory, config = _theory(curves.meta)
@@ -184,13 +269,32 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                         theory["measured"] = measured_theory(s[:max(MIN_POINTS_FOR_K, s.size // 4)],
                                                              v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
                 print(read.verdict_line(), flush=True)
+                stopped = None
+                if scheduled is not None:
+                    scheduled.settings = scheduled.rules.settings = settings
+                    stopped = scheduled.catch_up(curves, total)
                 folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
-                write_live(folder, read, settings, reads, theory, str(file), _total_steps(curves, total_steps),
-                           curve=curves.frame)
+                write_live(folder, read, settings, reads, theory, str(file), total, curve=curves.frame,
+                           stopped=stopped)
+                if stopped is not None:
+                    print(f"pgrpo watch: stop at step {stopped['step']:g} (decided by the read at step "
+                          f"{stopped['read_step']:g}): {stopped['reason']}; {folder / 'stop.json'}", flush=True)
+                    if on_stop:
+                        run_on_stop(on_stop, stopped, folder / "stop.json")
+                    return WatchOutcome(reads, stopped, "stopped")
+                if not once and (total_steps or (meta or {}).get("max_steps")) and curves.last_step >= total:
+                    print(f"pgrpo watch: the run reached its planned length ({total:g} steps); done", flush=True)
+                    return WatchOutcome(reads, None, "finished")
         except InputError as error:
             if once:
                 raise
             print(f"pgrpo watch: warning: {error}", file=sys.stderr, flush=True)
-        if once or (max_reads is not None and len(reads) >= max_reads):
-            return reads
+        if once:
+            return WatchOutcome(reads, None, "once")
+        if max_reads is not None and len(reads) >= max_reads:
+            return WatchOutcome(reads, None, "max_reads")
+        if idle_timeout is not None and time.monotonic() - last_growth > idle_timeout:
+            print(f"pgrpo watch: warning: the log has not grown for {idle_timeout:g} s; giving up", file=sys.stderr,
+                  flush=True)
+            return WatchOutcome(reads, None, "idle")
         time.sleep(float(every_seconds))

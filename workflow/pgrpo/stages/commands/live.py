@@ -19,15 +19,9 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder, log.csv, or a "
                                "W&B/TRL CSV")
     p.add_argument("--every", type=int, default=10, help="read every N logged training steps (default 10)")
-    p.add_argument("--stop-on", nargs="*", default=[], metavar="MODE", help=f"modes that stop the run ({_MODES_HELP})")
-    p.add_argument("--stop-if-plateau-below", type=float, help="stop when the forecast plateau's upper 80%% bound "
-                                                               "is below this")
+    _stop_rule_arguments(p, "")
     p.add_argument("--json", help="write the replay as JSON")
-    p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
-    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
-    p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
-    p.add_argument("--total-steps", type=float, help="the run's planned length (default: meta's max_steps, else "
-                                                     "the last logged step)")
+    _run_arguments(p, "default: meta's max_steps, else the last logged step")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read, as the "
                                                                  "callback does (default 3; 1: every read)")
     p.add_argument("--synchronous", action="store_true",
@@ -43,10 +37,15 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--every", type=float, default=60.0, help="seconds between reads (default 60)")
     p.add_argument("--once", action="store_true", help="read once and exit")
     p.add_argument("--out", help="folder for live.json/live.html (default: <the log's folder>/pgrpo)")
-    p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
-    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
-    p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
-    p.add_argument("--total-steps", type=float, help="the run's planned length (for the forecast)")
+    _run_arguments(p, "for the forecast; the watch ends when the log reaches it; default: meta's max_steps")
+    _stop_rule_arguments(p, "; when one fires, stop.json is written, --on-stop runs and the watch exits with status 3")
+    p.add_argument("--every-logged", type=int, default=10, help="the stop rules read every N logged training steps, "
+                                                                "as the callback does (default 10)")
+    p.add_argument("--on-stop", metavar="COMMAND",
+                   help="shell command run once when a stop rule fires, e.g. 'scancel $SLURM_JOB_ID' (environment: "
+                        "PGRPO_STOP_MODE, PGRPO_STOP_STEP, PGRPO_STOP_READ_STEP, PGRPO_STOP_REASON, PGRPO_STOP_JSON)")
+    p.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                   help="end the watch when the log has not grown for this long (a job that died)")
 
     p = commands.add("live-benchmark", BENCHMARKS, "the live callback replayed over the planted and the labelled "
                      "public logs: detection latency, false stops, steps saved (ours vs the post-training toolkit's "
@@ -56,6 +55,22 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--every", type=int, default=10, help="our read cadence in logged steps (default 10)")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read "
                                                                  "(default 3, the callback's)")
+
+
+def _stop_rule_arguments(p, effect: str) -> None:
+    """The callback's stop rules, as ``pgrpo replay`` and ``pgrpo watch`` take them."""
+    p.add_argument("--stop-on", nargs="*", default=[], metavar="MODE",
+                   help=f"modes that stop the run ({_MODES_HELP}){effect}")
+    p.add_argument("--stop-if-plateau-below", type=float, help="stop when the forecast plateau's upper 80%% bound "
+                                                               "is below this")
+
+
+def _run_arguments(p, total_steps: str) -> None:
+    """What the user knows of the run, as ``pgrpo replay`` and ``pgrpo watch`` take it."""
+    p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
+    p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
+    p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
+    p.add_argument("--total-steps", type=float, help=f"the run's planned length ({total_steps})")
 
 
 def _live_benchmark(args):
@@ -90,6 +105,9 @@ def _replay(args):
 def _watch(args):
     from pgrpo.stages import live
 
-    live.run_watch(args.path, every_seconds=args.every, once=args.once, out_dir=args.out, meta_json=args.meta,
-                   reward_range=args.reward_range, max_completion_length=args.max_completion_length,
-                   total_steps=args.total_steps)
+    outcome = live.run_watch(args.path, every_seconds=args.every, once=args.once, out_dir=args.out,
+                             meta_json=args.meta, reward_range=args.reward_range,
+                             max_completion_length=args.max_completion_length, total_steps=args.total_steps,
+                             stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
+                             every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout)
+    return outcome.exit_status
