@@ -17,7 +17,7 @@ from pgrpo.fit.baselines import BASELINES, FAMILIES, baseline_forecast, fit_fami
 from pgrpo.fit.benchmark import Curve, default_methods, run_protocol, summarize
 from pgrpo.fit.deviation import fit_deviation
 from pgrpo.fit.forecast import forecast_run
-from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window
+from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
 from pgrpo.fit.intervals import crps_from_samples, interval_score, robust_noise_sd
 from pgrpo.fit.laws import EXPONENTIAL, LAWS, THREE_PHASE, UNDERDAMPED
 from pgrpo.fit.least_squares import fit_law, resolvable_rate
@@ -199,6 +199,22 @@ def test_the_plateau_stays_inside_the_reward_range():
     assert free.success and free.R_inf > 1.0
     assert "longer than the data's span" in free.message  # the time scale is not constrained, and it says so
     assert bounded.success and bounded.R_inf <= 1.0 + 1e-9 and "range bound" in bounded.message
+
+
+def test_a_declared_range_bounds_the_mean_curve_draws_and_the_plateau_band():
+    """The run's mean cannot leave a declared reward range: a noisy run near its ceiling, whose early residuals
+    wander (the random walk carried forward widens the draws), keeps every mean-curve draw, and so the plateau's
+    80% band, inside [0, 1]; the point forecast is the draws' mean before the bound, as without it."""
+    rng = np.random.default_rng(4)
+    t = np.arange(1, 41, dtype=float)
+    y = np.clip(0.9 + 0.08 * np.sin(t / 3.0) + rng.normal(0, 0.06, t.size), 0.0, 1.0)
+    steps = np.arange(41, 161, dtype=float)
+    p = forecast_early_window(t, y, steps, RunContext(reward_range=(0.0, 1.0)), ForecasterSettings(guard="off"))
+    assert p.mean_draws.min() >= 0.0 and p.mean_draws.max() <= 1.0
+    free = forecast_early_window(t, y, steps, RunContext(), ForecasterSettings(guard="off", range_prior=False))
+    assert free.mean_draws.max() > 1.0  # the same draws unbounded do leave it
+    plateau = plateau_and_t90(p, t, y, 160, float(y[0]))["plateau"]
+    assert plateau["hi80"] <= 1.0
 
 
 # --- `pgrpo forecast` on every saved log format ---------------------------------------------------------------------

@@ -399,8 +399,9 @@ def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence
         t, residual, best_fitted, best_future, steps, mean_draws, k_eff, context, settings, rng, noise)
     best_future = best_future + point_shift
     mean_draws_out = mean_draws
-    if context.reward_range is not None:
+    if context.reward_range is not None:  # a declared range bounds the run's mean as well as each logged value
         value_draws = np.clip(value_draws, *context.reward_range)
+        mean_draws_out = np.clip(mean_draws, *context.reward_range)
     intervals = sample_intervals(value_draws, LEVELS)
     for i, f in enumerate(fits):
         notes += _window_notes(f, t, weights[i])
