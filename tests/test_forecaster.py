@@ -306,6 +306,41 @@ def test_benchmark_protocol_scores_every_method_and_summarises(tmp_path):
     assert (tmp_path / "b.png").stat().st_size > 0 and len(pd.read_csv(tmp_path / "b.csv")) == len(result["rows"])
 
 
+def test_workflow_runs_are_also_scored_against_their_other_seeds_mean(tmp_path):
+    """Issue 21, item 1: a workflow run with seeds is scored against the mean of its other seeds at the same model
+    and G (not another G's), smoothed; with a known truth shared by the seeds and little logging noise, those
+    scores are the scores against the truth itself, computed here by hand."""
+    from pgrpo.fit.benchmark import SEEDS_TRUTH, run_protocol, summarize
+    from pgrpo.stages.forecast_benchmark import workflow_corpus
+
+    truth = three_phase(T, 0.1, 0.7, 0.02)
+    logs = []
+    for index, (G, seed) in enumerate([(4, 42), (4, 7), (16, 1)]):
+        run = tmp_path / "tiny" / f"G{G}" / f"seed{seed}"
+        run.mkdir(parents=True)
+        noisy = truth + np.random.default_rng(index).normal(0, 0.005, T.size)
+        pd.DataFrame({"step": T, "reward": noisy}).to_csv(run / "log.csv", index=False)
+        logs.append(run / "log.csv")
+    curves = {c.id: c for c in workflow_corpus(logs)}
+    mine, other = curves["tiny/G4/seed42/reward"], curves["tiny/G4/seed7/reward"]
+    steps, mean = mine.seed_reference
+    assert np.array_equal(steps, other.steps) and np.array_equal(mean, other.values)  # the other seed, not G16's
+    assert curves["tiny/G16/seed1/reward"].seed_reference is None  # no other seed at G16
+    methods = default_methods(ForecasterSettings(draws=100))
+    rows = run_protocol([mine], methods, fractions=(0.25,))
+    by_method = {r["method"]: r for r in rows if r.get("success")}
+    early = T <= 0.25 * T[-1]
+    for method in ("forecaster", "persistence"):
+        r = by_method[method]
+        mean = methods[method](mine, T[early], mine.values[early], T[~early], mine.context).mean  # deterministic
+        assert r["seeds_truth_kind"] == SEEDS_TRUTH
+        assert r["seeds_mean_rmse"] == pytest.approx(float(np.sqrt(np.mean((truth[~early] - mean) ** 2))),
+                                                     rel=0.1, abs=0.002)
+        assert r["seeds_plateau_true"] == pytest.approx(float(np.mean(truth[-round(0.1 * T.size):])), abs=0.003)
+    cell = [c for c in summarize(rows) if c["part"] == f"workflow: {SEEDS_TRUTH}" and c["method"] == "forecaster"]
+    assert len(cell) == 1 and cell[0]["truth_kind"] == SEEDS_TRUTH
+
+
 def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_split(tmp_path):
     from pgrpo.stages.forecast_benchmark import real_corpus, split_of, workflow_corpus
 

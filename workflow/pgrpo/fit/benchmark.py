@@ -31,7 +31,7 @@ from pgrpo.fit.baselines import BASELINES, Predictive, baseline_forecast
 from pgrpo.fit.decisions import score_sweep
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
 from pgrpo.fit.level_guard import smoothed_level
-from pgrpo.fit.truth import truth_scores
+from pgrpo.fit.truth import denoised_reference, truth_scores
 from pgrpo.fit.intervals import (
     PLATEAU_SHARE,
     coverage,
@@ -58,7 +58,8 @@ class Curve:
     G or seeds, for pooling), the run's ``context`` and ``provenance`` (source, license, settings); ``truth``: the
     true mean at every step where it is known; ``sweep``: the runs compared with one another (same steps);
     ``family``: a generated curve's family; ``components``: reward function -> (steps, logged, declared range);
-    ``bandit_setting``: a bandit curve's setting (what the family oracle is told of it)."""
+    ``bandit_setting``: a bandit curve's setting (what the family oracle is told of it); ``seed_reference``: the
+    other seeds' mean logged values (steps, values) of a run with seeds, a second truth (:func:`other_seeds_truth`)."""
 
     id: str
     part: str
@@ -76,6 +77,7 @@ class Curve:
     family: str | None = None
     components: dict[str, tuple[np.ndarray, np.ndarray, tuple[float, float] | None]] | None = None
     bandit_setting: Any = None
+    seed_reference: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def cut(curve: Curve, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -211,6 +213,28 @@ def context_at_cut(curve: Curve, corpus_by_group: Mapping[str, Sequence[Curve]],
                       siblings=siblings, eval_series=eval_series)
 
 
+#: the truth of item 1 for a run with seeds: the other seeds' mean curve (its logging noise smoothed away)
+SEEDS_TRUTH = "other seeds' mean"
+
+
+#: the prefix of a row's scores against :data:`SEEDS_TRUTH` (the same keys as :func:`truth_scores`')
+SEEDS_PREFIX = "seeds_"
+
+
+def other_seeds_truth(steps: np.ndarray, other_steps: np.ndarray, other_mean: np.ndarray) -> np.ndarray | None:
+    """The other seeds' mean at ``steps``: their mean logged values (``other_steps``, ``other_mean``) interpolated
+    onto the run's steps and smoothed by :func:`pgrpo.fit.truth.denoised_reference` (the local-linear smoother with
+    its cross-validated bandwidth), so what remains is the seeds' shared mean trajectory (Prop. 10) and their own
+    deviations, not their logging noise. None where they do not span the run's steps."""
+    steps, other_steps, other_mean = (np.asarray(a, float) for a in (steps, other_steps, other_mean))
+    ok = np.isfinite(other_steps) & np.isfinite(other_mean)
+    other_steps, other_mean = other_steps[ok], other_mean[ok]
+    if other_steps.size < 4 or other_steps[0] > steps[0] or other_steps[-1] < steps[-1]:
+        return None
+    on_steps = np.interp(steps, other_steps, other_mean)
+    return denoised_reference(steps, on_steps).values
+
+
 def score_curve(curve: Curve, fraction: float, prediction: Predictive, persistence: Predictive) -> dict[str, Any]:
     """Every score of one forecast of one curve (see the module docstring)."""
     early, held = cut(curve, fraction)
@@ -272,6 +296,16 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
                             summary["plateau"]["mean"], summary["t90"]["mean"]))
     row["plateau_covered80"] = float(summary["plateau"]["lo80"] <= row["plateau_true"] <= summary["plateau"]["hi80"])
     row["truth_moves"] = float(row["truth_moves"])  # 1/0: a number in the CSV, a share in the summaries
+    if curve.seed_reference is not None:
+        reference = other_seeds_truth(t, *curve.seed_reference)
+        if reference is not None:
+            seeds = truth_scores(t, y, early, reference, span, prediction.mean, persistence.mean,
+                                 summary["plateau"]["mean"], summary["t90"]["mean"])
+            seeds["truth_kind"] = SEEDS_TRUTH
+            seeds["plateau_covered80"] = float(summary["plateau"]["lo80"] <= seeds["plateau_true"]
+                                               <= summary["plateau"]["hi80"])
+            seeds["truth_moves"] = float(seeds["truth_moves"])
+            row.update({f"{SEEDS_PREFIX}{key}": value for key, value in seeds.items()})
     if curve.family:
         row["family"] = curve.family
     weights = (prediction.details or {}).get("weights")
@@ -429,6 +463,9 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
         cells.setdefault((r["part"], r["split"], r["fraction"]), []).append(r)
         if isinstance(r.get("family"), str) and r["family"]:  # each generated family is also a cell of its own (not counted again overall)
             cells.setdefault((f"{r['part']}: {r['family']}", r["split"], r["fraction"]), []).append(r)
+        if isinstance(r.get(f"{SEEDS_PREFIX}truth_kind"), str):  # scored against the other seeds' mean: a cell of its own
+            cells.setdefault((f"{r['part']}: {SEEDS_TRUTH}", r["split"], r["fraction"]), []).append(
+                {**r, **{k[len(SEEDS_PREFIX):]: v for k, v in r.items() if k.startswith(SEEDS_PREFIX)}})
     scopes: list[tuple[str, str, float, list[Mapping[str, Any]]]] = [
         (part, split, fraction, group) for (part, split, fraction), group in sorted(cells.items())]
     fractions = sorted({r["fraction"] for r in ok})

@@ -136,6 +136,27 @@ def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
                 provenance={"source": str(log), "model": model, "G": G, "seed": seed,
                             "eta": meta.get("eta"), "mu": meta.get("mu"), "k_ref": meta.get("k_ref")},
                 group=model, eval_steps=eval_steps, eval_values=eval_values))
+    return with_seed_references(curves)
+
+
+def with_seed_references(curves: list[Curve]) -> list[Curve]:
+    """Each workflow curve with the mean of the same column of the runs of its model and G at the other seeds
+    (issue 21: where a run has seeds, its forecast is also scored against the other seeds' mean), on the steps all
+    of them logged; a run with no other seed, or no common steps, has none."""
+    for curve in curves:
+        others = [c for c in curves if c is not curve and c.column == curve.column
+                  and c.provenance.get("model") == curve.provenance.get("model")
+                  and c.provenance.get("G") == curve.provenance.get("G")
+                  and c.provenance.get("seed") != curve.provenance.get("seed")]
+        if not others:
+            continue
+        steps = others[0].steps
+        for other in others[1:]:
+            steps = np.intersect1d(steps, other.steps)
+        if steps.size < MIN_POINTS:
+            continue
+        mean = np.mean([other.values[np.searchsorted(other.steps, steps)] for other in others], axis=0)
+        curve.seed_reference = (steps, mean)
     return curves
 
 

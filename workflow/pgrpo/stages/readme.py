@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
-from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, summarize
+from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, SEEDS_TRUTH, summarize
 from pgrpo.stages.results_pages import (FACTS_NAME, figure_facts, headline_facts, pages_errors,
                                         reproducibility_facts, train_rise_facts, write_pages)
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
@@ -343,7 +343,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     baseline; its scores against the truth (:data:`TRUTH_FACTS`, the truth's kind, the number of sweeps) and the
     hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`), and where the part's curves are generated, the true family's
     fitted to the early window (:data:`FAMILY_TRUTH_FACTS`; None elsewhere). A generated family's own cell (``part: family``) is left
-    out."""
+    out; the workflow's runs scored against their other seeds' mean (``workflow: other seeds' mean``) are in."""
     path = Path(benchmark_csv)
     if not path.is_file():
         raise InputError(f"forecast benchmark {benchmark_csv}: no such file")
@@ -362,8 +362,8 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     by_cell = {(r["part"], r["split"], r["method"]): r for r in summary}
     out = []
     for (part, split, method), r in by_cell.items():
-        if method != "forecaster" or ": " in part:  # a generated family's own cell stays in benchmark.md
-            continue
+        if method != "forecaster" or (": " in part and not part.endswith(f": {SEEDS_TRUTH}")):
+            continue  # a generated family's own cell stays in benchmark.md; the other seeds' truth is quoted
         best = r.get("best_baseline")
         oracle = by_cell.get((part, split, ORACLE), {})
         hindsight = by_cell.get((part, split, HINDSIGHT), {})

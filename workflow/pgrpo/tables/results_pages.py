@@ -494,7 +494,8 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     table = markdown_table(header, rows, align=["l", "l", "l"] + ["r"] * (len(header) - 3))
     return ["### Scored against the truth", "",
             "The same cut, the forecaster scored against each curve's truth (the true mean where it is known, else "
-            "the denoised reference) against issue 21's targets: the median mean-curve RMSE and plateau error over "
+            "the denoised reference; the workflow's runs also against their other seeds' mean, smoothed: the row "
+            "`workflow: other seeds' mean`) against issue 21's targets: the median mean-curve RMSE and plateau error over "
             "persistence's, over the curves whose truth moves after the cut (a cell whose truth does not move is "
             "scored on its interval alone), the share of true plateaus inside the 80% interval, over the cell's "
             "sweeps the share of pairs of runs the forecast orders right beside the share the level at the cut "
