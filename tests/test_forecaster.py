@@ -341,6 +341,40 @@ def test_workflow_runs_are_also_scored_against_their_other_seeds_mean(tmp_path):
     assert len(cell) == 1 and cell[0]["truth_kind"] == SEEDS_TRUTH
 
 
+def test_the_kref_sweep_of_the_main_job_is_a_sweep_per_arm_scored_on_decisions(tmp_path):
+    """Issue 21, item 1: the K_ref sweep's grid runs of one arm and length are a sweep (its baseline is not one of
+    them), one split per arm; the protocol scores the sweep's decisions: the forecast's order of the runs by where
+    they end against the truth's (three runs that cross: the slow one ends highest)."""
+    from pgrpo.fit.benchmark import run_protocol
+    from pgrpo.stages.forecast_benchmark import kref_sweep_corpus, split_of
+
+    logs = []
+    members = {"baseline": (0.1, 0.5, 0.05), "lr0.1_kref1": (0.1, 0.5, 0.05), "lr0.1_kref4": (0.1, 0.6, 0.03),
+               "lr0.1_kref16": (0.1, 0.8, 0.012)}
+    for arm in ("sgd", "adam"):
+        for run, (r0, rinf, omega) in members.items():
+            folder = tmp_path / "results" / "kref_sweep" / arm / run
+            folder.mkdir(parents=True)
+            noisy = three_phase(T[:200], r0, rinf, omega) + np.random.default_rng(len(logs)).normal(0, 0.01, 200)
+            pd.DataFrame({"step": T[:200], "reward": noisy}).to_csv(folder / "log.csv", index=False)
+            (folder / "meta.json").write_text(json.dumps({"mu": 0.9, "k_ref": 4, "per_device_train_batch_size": 96}))
+            logs.append(folder / "log.csv")
+    lonely = tmp_path / "results" / "kref_sweep" / "adam" / "lr1_kref64"
+    lonely.mkdir(parents=True)
+    pd.DataFrame({"step": T[:50], "reward": three_phase(T[:50])}).to_csv(lonely / "log.csv", index=False)
+    curves = kref_sweep_corpus(logs + [lonely / "log.csv"])
+    assert sorted(c.id for c in curves if c.sweep == "kref/sgd/reward@200") == [
+        "kref/sgd/lr0.1_kref1/reward", "kref/sgd/lr0.1_kref16/reward", "kref/sgd/lr0.1_kref4/reward"]
+    assert not any("baseline" in c.id for c in curves)
+    assert [c.sweep for c in curves if "kref64" in c.id] == [None]  # alone at its length
+    assert {c.split for c in curves if c.id.startswith("kref/adam")} == {split_of("kref_sweep/adam")}
+    assert curves[0].part == "kref sweep" and curves[0].context.batch == 96 and curves[0].context.k_ref == 4
+    rows = run_protocol([c for c in curves if c.id.startswith("kref/sgd")],
+                        default_methods(ForecasterSettings(draws=100)), fractions=(0.5,))
+    sweep = [r for r in rows if r.get("kind") == "sweep" and r["method"] == "forecaster"]
+    assert len(sweep) == 1 and sweep[0]["pairs_right"] == 1.0  # three well-separated plateaus, ordered right
+
+
 def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_split(tmp_path):
     from pgrpo.stages.forecast_benchmark import real_corpus, split_of, workflow_corpus
 

@@ -403,6 +403,13 @@ def kref_grid_logs(wildcards):
     return paths
 
 
+def kref_sweep_logs(wildcards):
+    """The K_ref sweep's grid runs' log.csv files (none when the sweep is off), for the forecast benchmark's sweeps."""
+    if not config["kref_sweep"].get("enabled"):
+        return []
+    return [path for path in kref_grid_logs(wildcards) if Path(path).name == "log.csv"]
+
+
 # The plan (pgrpo plan): the runtime a job asks for when its resources say runtime_min: auto
 _PLAN = {}
 

@@ -128,6 +128,7 @@ rule forecast_benchmark:
             ).glob("*.json")
         ),
         logs=[f"{run_dir(model, G, seed)}/log.csv" for model, G, seed in runs()],
+        kref=kref_sweep_logs,
     output:
         csv="results/forecast/benchmark.csv",
         md=report(
@@ -153,4 +154,5 @@ rule forecast_benchmark:
         section=as_json("forecast_benchmark"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast-benchmark --section-json {params.section:q}"
-        " --logs {input.logs} --csv {output.csv} --md {output.md} --png {output.png} > {log} 2>&1"
+        " --logs {input.logs} --kref-logs {input.kref} --csv {output.csv} --md {output.md} --png {output.png}"
+        " > {log} 2>&1"

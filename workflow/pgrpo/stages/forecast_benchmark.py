@@ -13,7 +13,9 @@ per-forecast CSV, the Markdown summary and the figure, written atomically.
 (d) ``closed-form``: the generated families of :func:`pgrpo.fit.truth.closed_form_families` (true mean known, each
     family a sweep), and ``bandit sweep``: the exact bandit over the ``calib`` settings' (eta, K_ref, mu) grid at one
     length (:data:`SWEEP_STEPS`), a sweep. Every bandit curve's truth is its own policy's expected reward ``p(t)``
-    (for a finite-G run: that run's, without the logging noise).
+    (for a finite-G run: that run's, without the logging noise);
+(e) ``kref sweep``: the deep-network K_ref sweep of the main job, each arm's grid runs a sweep
+    (:func:`kref_sweep_corpus`).
 
 Methods and levers are chosen on ``dev``; ``holdout`` is reported apart. The bandit's and the workflow's splits use
 the real corpus's rule on the setting's (run's) name: ``sha1 % 3 == 0`` -> holdout.
@@ -107,16 +109,7 @@ def workflow_corpus(logs: Sequence[str | Path]) -> list[Curve]:
         if not match:
             continue
         model, G, seed = match["model"], int(match["G"]), int(match["seed"])
-        meta_path = log.parent / "meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-        frame = read_run_log(log)
-        batch = None
-        try:
-            batch = float(meta["per_device_train_batch_size"]) * float(meta.get("gradient_accumulation_steps", 1))
-        except (KeyError, TypeError, ValueError):
-            pass
-        context = RunContext(reward_range=(0.0, 1.0), batch=batch, mu=_num(meta.get("mu")),
-                             k_ref=_num(meta.get("k_ref")))
+        frame, meta, context, batch = _run_log(log)
         taken: list[tuple[np.ndarray, np.ndarray]] = []
         for column in WORKFLOW_COLUMNS:
             if column not in frame.columns:
@@ -157,6 +150,55 @@ def with_seed_references(curves: list[Curve]) -> list[Curve]:
             continue
         mean = np.mean([other.values[np.searchsorted(other.steps, steps)] for other in others], axis=0)
         curve.seed_reference = (steps, mean)
+    return curves
+
+
+def _run_log(log: Path) -> tuple[Any, dict[str, Any], RunContext, float | None]:
+    """A workflow run's log, its ``meta.json`` beside it (or nothing), its context (a binary reward: range [0, 1],
+    the completions per step, Eq. 9's ``mu`` and ``K_ref``) and its completions per step."""
+    meta_path = log.parent / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    frame = read_run_log(log)
+    batch = None
+    try:
+        batch = float(meta["per_device_train_batch_size"]) * float(meta.get("gradient_accumulation_steps", 1))
+    except (KeyError, TypeError, ValueError):
+        pass
+    context = RunContext(reward_range=(0.0, 1.0), batch=batch, mu=_num(meta.get("mu")), k_ref=_num(meta.get("k_ref")))
+    return frame, meta, context, batch
+
+
+_KREF_RUN = re.compile(r"kref_sweep/(?P<arm>[^/]+)/(?P<run>[^/]+)/log\.csv$")
+
+
+def kref_sweep_corpus(logs: Sequence[str | Path]) -> list[Curve]:
+    """The deep-network K_ref sweep of the main job (``results/kref_sweep/{arm}/{run}/log.csv``, issue 21's
+    decisions within a sweep): each arm's grid runs' reward curves (the baseline, which measures K, is not one of
+    the grid's), the runs of one arm and length a sweep; split by :func:`split_of` the arm's name, so an arm's
+    runs are compared within one split."""
+    curves: list[Curve] = []
+    for log in sorted(Path(p) for p in logs):
+        match = _KREF_RUN.search(log.as_posix())
+        if not match or match["run"] == "baseline":
+            continue
+        arm, run = match["arm"], match["run"]
+        frame, meta, context, _ = _run_log(log)
+        if "reward" not in frame.columns:
+            continue
+        t, y = _finite(frame["step"], frame["reward"])
+        if t.size < MIN_POINTS:
+            continue
+        curves.append(Curve(
+            id=f"kref/{arm}/{run}/reward", part="kref sweep", split=split_of(f"kref_sweep/{arm}"), column="reward",
+            steps=t, values=y, context=context, sweep=f"kref/{arm}/reward@{t[-1]:g}",
+            provenance={"source": str(log), "arm": arm, "run": run, "eta": meta.get("eta"), "mu": meta.get("mu"),
+                        "k_ref": meta.get("k_ref")}))
+    sizes: dict[str, int] = {}
+    for curve in curves:
+        sizes[curve.sweep] = sizes.get(curve.sweep, 0) + 1
+    for curve in curves:
+        if sizes[curve.sweep] < 2:
+            curve.sweep = None  # a run alone at its length is no sweep
     return curves
 
 
@@ -377,9 +419,11 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
 def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence[str], out_csv: str, out_md: str,
                                out_png: str | None = None, data_dir: str | None = None,
                                simulator: Callable | None = None, origin: str | None = None,
-                               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The whole benchmark of the ``forecast_benchmark`` config section: the three corpus parts (a part without data
-    is "not run"), the forecaster with its kept levers, the baselines, the levers switched."""
+                               progress: Callable[[str], None] | None = None,
+                               kref_logs: Sequence[str] = ()) -> dict[str, Any]:
+    """The whole benchmark of the ``forecast_benchmark`` config section: the corpus parts (a part without data is
+    "not run"; ``kref_logs``: the K_ref sweep's runs), the forecaster with its kept levers, the baselines, the levers
+    switched."""
     unknown = sorted(set(section or {}) - set(DEFAULTS))
     if unknown:
         raise InputError(f"config key 'forecast_benchmark.{unknown[0]}' is not a known key "
@@ -402,10 +446,13 @@ def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence
     notes.append(f"(d) closed-form families: {len(generated)} curves in {len({c.sweep for c in generated})} sweeps, "
                  f"true mean known; bandit sweep: {len(sweep)} exact runs of one (eta, K_ref, mu) grid"
                  if generated or sweep else "(d) closed-form families: not run")
+    kref = kref_sweep_corpus(kref_logs)
+    notes.append(f"(e) the K_ref sweep of the main job: {len(kref)} grid runs in {len({c.sweep for c in kref if c.sweep})}"
+                 " sweeps (one per arm and length)" if kref else "(e) the K_ref sweep: not run (no grid run given)")
     default = ForecasterSettings()
     levers = ({name: forecaster_method(s) for name, s in lever_variants(default).items()} if cfg["levers"]
               else None)
-    return run_forecast_benchmark(own + bandit + real + generated + sweep, default_methods(default), out_csv, out_md,
+    return run_forecast_benchmark(own + bandit + real + generated + sweep + kref, default_methods(default), out_csv, out_md,
                                   out_png, fractions=cfg["fractions"], levers=levers, notes=notes, progress=progress,
                                   lever_parts=("workflow", "bandit", "real"))
 

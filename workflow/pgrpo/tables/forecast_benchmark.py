@@ -110,7 +110,7 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
 def in_part_order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Rows by corpus part (workflow, bandit, real, overall), then split (dev, holdout, all)."""
     part_rank = {"workflow": 0, f"workflow: {SEEDS_TRUTH}": 0.5, "bandit": 1, "bandit sweep": 2, "real": 3,
-                 "closed-form": 4, "overall": 9}
+                 "kref sweep": 3.5, "closed-form": 4, "overall": 9}
     split_rank = {"dev": 0, "holdout": 1, "all": 2}
     return sorted(rows, key=lambda r: (part_rank.get(r["part"], part_rank["closed-form"] + 0.5), r["part"],
                                        split_rank.get(r["split"], 9)))

@@ -10,6 +10,8 @@ def add_commands(commands: Commands) -> None:
                      "on the workflow's runs, the bandit and public TRL logs", _forecast_benchmark)
     add_section_args(p)
     p.add_argument("--logs", nargs="*", default=[], help="the workflow's log.csv files (part a)")
+    p.add_argument("--kref-logs", nargs="*", default=[], help="the K_ref sweep's grid runs' log.csv files (part e: "
+                                                              "a sweep per arm)")
     p.add_argument("--data-dir", help="public TRL logs (default: forecast_benchmark.data_dir)")
     add_required(p, "--csv", "--md", "--png")
 
@@ -18,4 +20,5 @@ def _forecast_benchmark(args):
     from pgrpo.stages import forecast_benchmark
 
     forecast_benchmark.run_forecast_benchmark_all(config_section(args, "forecast_benchmark"), args.logs, args.csv,
-                                                  args.md, args.png, data_dir=args.data_dir)
+                                                  args.md, args.png, data_dir=args.data_dir,
+                                                  kref_logs=args.kref_logs)
