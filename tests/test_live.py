@@ -277,6 +277,18 @@ def test_watch_of_a_healthy_run_stops_nothing_and_ends_at_its_planned_length(tmp
     assert not (tmp_path / "w" / "stop.json").exists()
 
 
+def test_watch_of_a_trl_output_folder_ends_at_the_max_steps_its_trainer_state_records(tmp_path):
+    history = PLANTED["planted_healthy"]["log_history"][:60]
+    last = max(e["step"] for e in history if "reward" in e)
+    checkpoint = tmp_path / "out" / f"checkpoint-{int(last)}"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"max_steps": int(last), "log_history": history}))
+    outcome = run_watch(str(tmp_path / "out"), every_seconds=0.01, idle_timeout=30.0)
+    assert outcome.ended == "finished"
+    payload = json.loads((checkpoint / "pgrpo" / "live.json").read_text())
+    assert payload["live"]["total_steps"] == float(last)
+
+
 def test_watch_of_a_log_that_stops_growing_gives_up_after_its_idle_timeout(tmp_path):
     paths = write_formats(PLANTED["planted_healthy"]["log_history"][:40], tmp_path)
     outcome = run_watch(str(paths["bare"]), every_seconds=0.05, idle_timeout=0.2, out_dir=str(tmp_path / "w"))

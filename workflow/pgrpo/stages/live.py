@@ -6,6 +6,7 @@ replay's JSON written atomically.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -158,6 +159,17 @@ def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads
     return payload
 
 
+def _trainer_state_max_steps(file: Path) -> float | None:
+    """The planned length a TRL ``trainer_state.json`` records (its ``max_steps``), if ``file`` is one."""
+    if file.name != "trainer_state.json":
+        return None
+    try:
+        value = json.loads(file.read_text()).get("max_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
 #: ``pgrpo watch``'s exit status when a stop rule fired (0: the run ended, or ``--once`` read it, with no stop)
 STOP_EXIT_STATUS = 3
 
@@ -237,7 +249,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
     one every ``every_logged`` logged training steps (:class:`ScheduledReads`); when one fires, ``stop.json`` is
     written beside ``live.json``, ``on_stop`` is run (:func:`run_on_stop`: e.g. ``scancel $SLURM_JOB_ID``) and
     the watch ends. It also ends when the log reaches the run's planned length (``total_steps``, else the meta's
-    ``max_steps``) or has not grown for ``idle_timeout`` seconds."""
+    ``max_steps``, else a TRL ``trainer_state.json``'s) or has not grown for ``idle_timeout`` seconds."""
     if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
         raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
     rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
@@ -259,7 +271,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                 last_seen, last_growth = seen, time.monotonic()
                 cap = max_completion_length or (meta or {}).get("max_completion_length")
                 settings = replace(rule_settings, max_completion_length=cap)
-                total = _total_steps(curves, total_steps)
+                planned = total_steps or (meta or {}).get("max_steps") or _trainer_state_max_steps(file)
+                total = _total_steps(curves, planned)
                 read = read_curves(curves, settings, total, None)
                 reads.append(read)
                 if not theory:
@@ -282,7 +295,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                     if on_stop:
                         run_on_stop(on_stop, stopped, folder / "stop.json")
                     return WatchOutcome(reads, stopped, "stopped")
-                if not once and (total_steps or (meta or {}).get("max_steps")) and curves.last_step >= total:
+                if not once and planned and curves.last_step >= total:
                     print(f"pgrpo watch: the run reached its planned length ({total:g} steps); done", flush=True)
                     return WatchOutcome(reads, None, "finished")
         except InputError as error:
