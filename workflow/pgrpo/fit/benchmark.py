@@ -292,20 +292,21 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
         "nan")
     span = (float(np.diff(curve.context.reward_range)[0]) if curve.context.reward_range is not None
             else float(np.ptp(y)) or 1.0)
-    row.update(truth_scores(t, y, early, curve.truth, span, prediction.mean, persistence.mean,
-                            summary["plateau"]["mean"], summary["t90"]["mean"]))
-    row["plateau_covered80"] = float(summary["plateau"]["lo80"] <= row["plateau_true"] <= summary["plateau"]["hi80"])
-    row["truth_moves"] = float(row["truth_moves"])  # 1/0: a number in the CSV, a share in the summaries
-    if curve.seed_reference is not None:
-        reference = other_seeds_truth(t, *curve.seed_reference)
-        if reference is not None:
-            seeds = truth_scores(t, y, early, reference, span, prediction.mean, persistence.mean,
-                                 summary["plateau"]["mean"], summary["t90"]["mean"])
-            seeds["truth_kind"] = SEEDS_TRUTH
-            seeds["plateau_covered80"] = float(summary["plateau"]["lo80"] <= seeds["plateau_true"]
-                                               <= summary["plateau"]["hi80"])
-            seeds["truth_moves"] = float(seeds["truth_moves"])
-            row.update({f"{SEEDS_PREFIX}{key}": value for key, value in seeds.items()})
+
+    def scored_against(truth: np.ndarray | None) -> dict[str, Any]:
+        """:func:`truth_scores` against ``truth``, with the true plateau's coverage by the 80% band."""
+        scores = truth_scores(t, y, early, truth, span, prediction.mean, persistence.mean,
+                              summary["plateau"]["mean"], summary["t90"]["mean"])
+        scores["plateau_covered80"] = float(summary["plateau"]["lo80"] <= scores["plateau_true"]
+                                            <= summary["plateau"]["hi80"])
+        scores["truth_moves"] = float(scores["truth_moves"])  # 1/0: a number in the CSV, a share in the summaries
+        return scores
+
+    row.update(scored_against(curve.truth))
+    reference = other_seeds_truth(t, *curve.seed_reference) if curve.seed_reference is not None else None
+    if reference is not None:
+        seeds = {**scored_against(reference), "truth_kind": SEEDS_TRUTH}
+        row.update({f"{SEEDS_PREFIX}{key}": value for key, value in seeds.items()})
     if curve.family:
         row["family"] = curve.family
     weights = (prediction.details or {}).get("weights")

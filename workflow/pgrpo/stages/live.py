@@ -52,6 +52,40 @@ def _total_steps(curves: RunCurves, total_steps: float | None) -> float:
     return float(curves.last_step)
 
 
+class ScheduledReads:
+    """Reads on the callback's schedule and its stop rules: read number ``index`` (0-based) on what had been logged
+    by its step, forecasting on the callback's schedule (``settings.forecasts_at``), the latest forecast carried
+    between; :class:`StopRules` fed in order. ``pgrpo replay`` makes its reads with it; ``pgrpo watch`` catches up,
+    at each poll of the log, the reads its new steps allow (:meth:`catch_up`), so a watcher polled every minute
+    decides as the callback would have at the same steps (synchronously: the watcher trains nothing, so a decision
+    is acted on at once)."""
+
+    def __init__(self, settings: LiveSettings):
+        self.settings = settings
+        self.rules = StopRules(settings)
+        self.reads: list[LiveRead] = []
+
+    def read(self, view: RunCurves, index: int, total_steps: float | None) -> LiveRead:
+        """Read number ``index`` on ``view`` (the log up to its step), recorded."""
+        read = read_curves(view, self.settings, total_steps, None, self.settings.forecasts_at(index),
+                           self.reads[-1] if self.reads else None)
+        self.reads.append(read)
+        return read
+
+    def catch_up(self, curves: RunCurves, total_steps: float | None) -> dict[str, Any] | None:
+        """The reads due in ``curves`` (one after every ``settings.every``-th logged training step) not made yet;
+        the stop record of the first read that decides (None: none)."""
+        every = self.settings.every
+        points = training_steps(curves)[every - 1::every]
+        for index in range(len(self.reads), len(points)):
+            step = float(points[index])
+            decision = self.rules.update(self.read(curves_up_to(curves, step), index, total_steps))
+            if decision is not None:
+                return plain({**decision.to_dict(), "read_step": step, "step": float(curves.last_step),
+                              "lag_reads": 0, "source": curves.source})
+        return None
+
+
 def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | None = None,
                   progress: bool = False, lag_reads: int = DEFAULT_LAG_READS) -> dict[str, Any]:
     """The callback over a saved run: a read after every ``every``-th logged training step (and one at the last
@@ -72,16 +106,15 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
         raise InputError(f"log {curves.source} has no training reward to replay")
     points = list(steps[settings.every - 1::settings.every])
     final = float(steps[-1])
-    rules = StopRules(settings)
-    reads: list[LiveRead] = []
+    schedule = ScheduledReads(settings)
+    reads = schedule.reads
     first_flagged: dict[str, float] = {}
     stopped = None
     decided = None  # (the decision, the index of the read that made it), waiting for its read to apply it
     theory, config = _theory(curves.meta)
     for index, step in enumerate(points + ([final] if not points or points[-1] != final else [])):
         view = curves_up_to(curves, float(step))
-        read = read_curves(view, settings, total, None, settings.forecasts_at(index), reads[-1] if reads else None)
-        reads.append(read)
+        read = schedule.read(view, index, total)
         if progress:
             print(read.verdict_line(), file=sys.stderr)
         for mode, verdict in read.modes.items():
@@ -95,7 +128,7 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
             stopped = {**decided.to_dict(), "read_step": decided.step, "step": float(step)}
             break
         if index < len(points):  # the read at the end of training stops nothing
-            decision = rules.update(read)
+            decision = schedule.rules.update(read)
             if decision is not None and lag_reads == 0:
                 stopped = {**decision.to_dict(), "read_step": decision.step}
                 break
@@ -172,34 +205,6 @@ def _trainer_state_max_steps(file: Path) -> float | None:
 
 #: ``pgrpo watch``'s exit status when a stop rule fired (0: the run ended, or ``--once`` read it, with no stop)
 STOP_EXIT_STATUS = 3
-
-
-class ScheduledReads:
-    """The stop rules of a watched run, read on the callback's schedule: a read after every ``settings.every``-th
-    logged training step, each on what had been logged by then (:func:`curves_up_to`), forecasting on the
-    callback's schedule, fed to :class:`StopRules` in order. Each poll of the log catches up the reads its new steps
-    allow, so a watcher polled every minute decides as the callback would have at the same steps (synchronously:
-    the watcher trains nothing, so a decision is acted on at once)."""
-
-    def __init__(self, settings: LiveSettings):
-        self.settings = settings
-        self.rules = StopRules(settings)
-        self.reads: list[LiveRead] = []
-
-    def catch_up(self, curves: RunCurves, total_steps: float | None) -> dict[str, Any] | None:
-        """The reads due in ``curves`` not made yet; the stop record of the first read that decides (None: none)."""
-        every = self.settings.every
-        points = training_steps(curves)[every - 1::every]
-        for index in range(len(self.reads), len(points)):
-            step = float(points[index])
-            read = read_curves(curves_up_to(curves, step), self.settings, total_steps, None,
-                               self.settings.forecasts_at(index), self.reads[-1] if self.reads else None)
-            self.reads.append(read)
-            decision = self.rules.update(read)
-            if decision is not None:
-                return plain({**decision.to_dict(), "read_step": step, "step": float(curves.last_step),
-                              "lag_reads": 0, "source": curves.source})
-        return None
 
 
 def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> int:
