@@ -15,7 +15,10 @@ and a cubic in the step least-squares fitted to them (the best smooth curve thro
 cell's hindsight cubic cannot be met by any forecast that a cubic follows over the tail. On the generated
 closed-form curves a third bound is told their functional form, on the bandit curves the exact map of their
 setting with eta unknown, and sees the early window only (:mod:`pgrpo.fit.family_oracle`): a target below its
-error is out of the early window's reach.
+error is out of the early window's reach. On every curve a fourth bound, :data:`PANEL`, takes each score's best
+over the forecasts the benchmark runs (the baselines, the forecaster, the forecaster per reward function), chosen
+per curve in hindsight: each of them sees only the early window, so a target it misses is out of the reach of all
+of them, however well a user knew which one to trust.
 """
 
 from __future__ import annotations
@@ -338,6 +341,7 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
             steps = curve.steps[held]
             context = context_at_cut(curve, by_group, fraction)
             naive = baseline_forecast("persistence", t, y, steps)
+            first_row = len(rows)
             for name, method in methods.items():
                 if name == STAGED and not curve.components:
                     continue  # the staged method needs the reward functions' own logs
@@ -356,9 +360,71 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
                     sweeps.setdefault((curve.sweep, fraction, name), []).append((
                         curve, np.mean(prediction.mean_draws[:, -tail:], axis=1), row["plateau_forecast"],
                         smoothed_level(y)[0], row["plateau_true"]))
+            rows.extend(panel_rows(rows[first_row:]))
         if progress:
             progress(curve.id)
-    return rows + sweep_rows(sweeps)
+    sweep_scores = sweep_rows(sweeps)
+    return rows + sweep_scores + panel_sweep_rows(sweep_scores)
+
+
+#: a bound that sees only the early window: of the benchmark's forecasts (:data:`PANEL_METHODS`), each score's best
+#: on the curve, chosen in hindsight (a perfect per-curve choice among them)
+PANEL = "oracle (best early-window forecast, chosen in hindsight)"
+
+#: the scores :data:`PANEL` takes the least of per curve (and of their ``seeds_`` twins); the larger the better:
+#: none of these
+PANEL_SCORES = ("rmse", "rmse_ratio", "mean_rmse", "mean_rmse_ratio", "plateau_error_range", "plateau_error_ratio")
+
+
+def panel_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The :data:`PANEL` row of one (curve, fraction) from its forecasts' ``rows``: of the methods of
+    :data:`PANEL_METHODS` scored there, each of :data:`PANEL_SCORES` (and its ``seeds_`` twin) at its least, which
+    method gave it in ``message``; none without a scored forecast. A target this bound misses is out of reach of
+    every forecast the benchmark runs, even one that knew in hindsight which of them to trust on each curve."""
+    members = [r for r in rows if r.get("method") in PANEL_METHODS and r.get("success") and "rmse" in r]
+    if len(members) < 2:
+        return []  # a choice needs two forecasts
+    base = next((r for r in members if r["method"] == "forecaster"), members[0])
+    keep = ("curve", "part", "split", "column", "fraction", "n_early", "n_held_out", "noise_sd", "truth_kind",
+            "truth_moves", "plateau_observed", "plateau_true", "family", f"{SEEDS_PREFIX}truth_kind",
+            f"{SEEDS_PREFIX}truth_moves", f"{SEEDS_PREFIX}plateau_true")
+    row: dict[str, Any] = {k: base[k] for k in keep if k in base}
+    row.update({"method": PANEL, "success": True})
+    chosen = []
+    for key in (*PANEL_SCORES, *(f"{SEEDS_PREFIX}{k}" for k in PANEL_SCORES)):
+        scored = [(float(r[key]), r["method"]) for r in members
+                  if isinstance(r.get(key), (int, float)) and math.isfinite(float(r[key]))]
+        if scored:
+            row[key], best = min(scored)
+            if key in ("mean_rmse_ratio", "plateau_error_ratio"):
+                chosen.append(f"{key}: {best}")
+    row["message"] = "; ".join(chosen)
+    return [row]
+
+
+def panel_sweep_rows(sweeps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The :data:`PANEL` row of each (sweep, fraction): the most pairs ordered right and the least Brier score of
+    :data:`PANEL_METHODS`' rows there (the order at the cut as theirs); the stop rule is left out (its two scores
+    trade against each other: no least of both)."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in sweeps:
+        if r.get("method") in PANEL_METHODS:
+            groups.setdefault((r["curve"], r["fraction"]), []).append(r)
+    out = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        row = {k: first[k] for k in ("kind", "curve", "part", "split", "fraction", "family", "runs",
+                                     "pairs_right_at_cut") if k in first}
+        row.update({"method": PANEL, "success": True})
+        for key, pick in (("pairs_right", max), ("brier", min)):
+            values = [float(r[key]) for r in members if isinstance(r.get(key), (int, float))
+                      and math.isfinite(float(r[key]))]
+            if values:
+                row[key] = pick(values)
+        out.append(row)
+    return out
 
 
 def sweep_rows(sweeps: Mapping[tuple, Sequence[tuple]]) -> list[dict[str, Any]]:
@@ -403,6 +469,10 @@ def staged_method(settings: ForecasterSettings) -> Method:
         return predictive_on_grid(staged.prediction, steps)
 
     return run
+
+
+#: the forecasts :data:`PANEL` chooses among: the baselines, the forecaster and the forecaster per reward function
+PANEL_METHODS = (*BASELINES, "forecaster", STAGED)
 
 
 def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict[str, Method]:
@@ -495,8 +565,8 @@ def _with_decisions(summary: list[dict[str, Any]], sweeps: Sequence[Mapping[str,
         row["sweeps"] = len(members)
         for key in DECISION_FIELDS:
             values = [r.get(key, np.nan) for r in members]
-            row[key] = (float(np.nanmax(values)) if key == "stop_loss_share" else _mean(values)) if members else float(
-                "nan")
+            finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(float(v))]
+            row[key] = (max(finite) if key == "stop_loss_share" else _mean(finite)) if finite else float("nan")
     return summary
 
 

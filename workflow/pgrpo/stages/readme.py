@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.errors import InputError, one_line
-from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, SEEDS_TRUTH, summarize
+from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, PANEL, SEEDS_TRUTH, summarize
 from pgrpo.stages.results_pages import (FACTS_NAME, figure_facts, headline_facts, pages_errors,
                                         reproducibility_facts, train_rise_facts, write_pages)
 from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
@@ -333,6 +333,9 @@ HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio",
 #: the scores of the generating family fitted to the early window (``family_<key>``: closed-form and bandit cells,
 #: the bandit's true dynamics): the bound that says whether a missed target is in the early window's reach
 FAMILY_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio")
+#: the scores of the best early-window forecast chosen per curve in hindsight (``panel_<key>``, every cell): the
+#: bound that says whether a missed target is in the reach of any forecast the benchmark runs
+PANEL_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right")
 
 
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
@@ -342,7 +345,8 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     persistence, and the plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best
     baseline; its scores against the truth (:data:`TRUTH_FACTS`, the truth's kind, the number of sweeps) and the
     hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`), and where the part's curves are generated, the true family's
-    fitted to the early window (:data:`FAMILY_TRUTH_FACTS`; None elsewhere). A generated family's own cell (``part: family``) is left
+    fitted to the early window (:data:`FAMILY_TRUTH_FACTS`; None elsewhere), and the best early-window forecast chosen
+    per curve in hindsight (:data:`PANEL_TRUTH_FACTS`). A generated family's own cell (``part: family``) is left
     out; the workflow's runs scored against their other seeds' mean (``workflow: other seeds' mean``) are in."""
     path = Path(benchmark_csv)
     if not path.is_file():
@@ -368,6 +372,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
         oracle = by_cell.get((part, split, ORACLE), {})
         hindsight = by_cell.get((part, split, HINDSIGHT), {})
         family = by_cell.get((part, split, FAMILY_ORACLE), {}) if part != "overall" else {}
+        panel = by_cell.get((part, split, PANEL), {})
         out.append({"part": part, "split": split, "curves": r["curves"], "rmse_ratio": _num(r["rmse_ratio"]),
                     "noise_floor_ratio": _num(r.get("noise_floor_ratio")), "best_baseline": best,
                     "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
@@ -384,6 +389,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                     "truth_kind": r.get("truth_kind") or None, "sweeps": _num(r.get("sweeps")),
                     **{f"hindsight_{key}": _num(hindsight.get(key)) for key in HINDSIGHT_TRUTH_FACTS},
                     **{f"family_{key}": _num(family.get(key)) for key in FAMILY_TRUTH_FACTS},
+                    **{f"panel_{key}": _num(panel.get(key)) for key in PANEL_TRUTH_FACTS},
                     "fraction": fraction})
     return in_part_order(out)
 
