@@ -217,6 +217,25 @@ def _base(n=100, **columns):
     return rows
 
 
+@pytest.mark.parametrize("spike_steps, expected", [
+    ((60, 140, 230), True),  # three KL spikes 80-90 logged points apart: no burst of 3 within 20, yet they recur
+    ((60, 230), False),  # two: isolated spikes without effect
+    ((60, 66, 72), True),  # a burst
+])
+def test_kl_spikes_that_recur_over_the_run_are_unstable_however_far_apart(tmp_path, spike_steps, expected):
+    """The label definition (spikes >= ~10x their typical level that recur): ``spikes_unstable`` (3) spikes over the
+    run, however far apart, flag instability with the onset at the first; two do not. The reward keeps rising, so
+    no spike has a crash after it."""
+    history = _base(300, kl=lambda s: 500.0 if s in spike_steps else 0.02 + 0.0001 * (s % 7))
+    verdict = diagnose(write_log(tmp_path, f"kl_{len(spike_steps)}_{spike_steps[1]}", history)).to_dict()[
+        "modes"]["instability"]
+    assert verdict["flagged"] is expected
+    if expected:
+        assert "KL spikes" in verdict["verdict"] and verdict["onset_step"] == spike_steps[0]
+    else:
+        assert verdict["verdict"] == "approaching threshold"
+
+
 def test_instability_reads_the_is_ratio_on_both_sides_and_prop9(tmp_path):
     high = write_log(tmp_path, "is_high", _base(**{"sampling/importance_sampling_ratio/max": lambda s: 1.2 if s < 40
                                                    else 40.0}))

@@ -3,9 +3,10 @@ TRL log has. Each signal below is *unstable* (flagged), or a *warning* (reported
 
 - grad_norm spikes (> ``stability.spike_factor`` x the median of the previous ``spike_window`` positive values at
   steps whose groups had some spread): unstable when they recur in a burst (``spikes_unstable`` or more within
-  ``2 x spike_window`` logged points), or when one is followed by a reward crash (the mean of the next ``window``
+  ``2 x spike_window`` logged points), when they recur over the run however far apart (``spikes_unstable`` or more
+  in all, the onset at the first), or when one is followed by a reward crash (the mean of the next ``window``
   rewards below the previous ``window`` by ``instability.crash_over_noise`` standard errors); isolated spikes
-  without effect are a warning;
+  (fewer than ``spikes_unstable``) without effect are a warning;
 - grad_norm growth: the last-half log-linear growth factor of Figure 5 at or above ``growth_unstable`` (R^2 >=
   ``growth_min_r2``);
 - KL spikes: KL > ``kl_spike_factor`` x the previous median and ``kl_spike_min`` nats above it, with the same
@@ -66,11 +67,16 @@ def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, co
     text = f"{idx.size} {name} spike(s) at step(s) {listed}"
     if crashed:
         text += f", the reward crashing after {', '.join(fmt(s) for s in crashed[:4])}"
+    # spikes that recur over the run, however far apart, are no isolated spikes either
+    recurring = burst is None and idx.size >= stab.spikes_unstable
     if burst is not None:
         text += f", {stab.spikes_unstable} or more within {2 * stab.spike_window} logged points from step " \
                 f"{fmt(c.steps[burst])}"
-    if burst is not None or crashed:
-        onset = min(([float(c.steps[burst])] if burst is not None else []) + crashed[:1])
+    elif recurring:
+        text += f", recurring ({stab.spikes_unstable} or more over the run)"
+    if burst is not None or crashed or recurring:
+        onset = min(([float(c.steps[burst])] if burst is not None else [])
+                    + ([float(steps[0])] if recurring else []) + crashed[:1])
         margin = max(idx.size / stab.spikes_unstable, 1.0)
         spans = []
         if burst is not None:
@@ -81,6 +87,8 @@ def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, co
                     break
                 end = i
             spans.append((float(c.steps[burst]), float(c.steps[end])))
+        if recurring:
+            spans.append((float(steps[0]), float(steps[-1])))
         for s in crashed:
             back = recovery_step(reward, s, config.modes.instability.crash_over_noise)
             spans.append((s, back))
