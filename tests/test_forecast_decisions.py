@@ -4,6 +4,7 @@ sum of reward functions, and the decision scores (pairs, Brier, stop rule) again
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -282,6 +283,32 @@ def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path):
     assert main(["forecast", str(path), "--component-range", "nope", "0", "1"]) == 2
 
 
+def test_compare_ranks_a_run_whose_correctness_reward_has_not_paid_by_the_sum(tmp_path):
+    """Two staged runs at the cut (step 100 of 400): A has learned its format reward (1.5) and its correctness reward
+    is still at 0; B sits at 1.7 with both functions risen. A's reward alone reads flat at 1.5, below B's level: no
+    chance to beat it, the stop rule would stop A. Its correctness function waits to rise (not started, and B-like
+    headroom: the largest rise a started function shows, 1.397), so A is ranked by the sum: its band reaches
+    1.5 + 1.4 in half of the draws, P(A beats the best so far) is near one half, and A is kept."""
+    series = _staged_series()
+    rng = np.random.default_rng(11)
+    fmt_b = 1.0 * (1 - np.exp(-T / 30)) + rng.normal(0, 0.05, T.size)
+    corr_b = 0.7 * (1 - np.exp(-T / 30)) + rng.normal(0, 0.05, T.size)
+    paths = []
+    for name, (a, b) in {"a": (series["format"][1], series["correct"][1]), "b": (fmt_b, corr_b)}.items():
+        rows = [{"step": int(s), "reward": float(x + y), "rewards/format/mean": float(x),
+                 "rewards/correct/mean": float(y)} for s, x, y in zip(T, a, b)]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"log_history": rows}))
+        paths.append(str(path))
+    out = tmp_path / "c.json"
+    assert main(["forecast", "--compare", *paths, "--fraction", "0.25", "--target", "2.5", "--json", str(out)]) == 0
+    runs = {Path(r["log"]).stem: r for r in json.loads(out.read_text())["runs"]}
+    assert runs["a"]["components"]["waiting"] == ["correct"] and "components" not in runs["b"]
+    assert runs["a"]["plateau"]["hi80"] > 2.6 and runs["a"]["plateau"]["lo80"] < 1.6
+    assert 0.3 < runs["a"]["p_beats_best_so_far"] < 0.7 and not runs["a"]["stop_now"]
+    assert 0.3 < runs["a"]["target"]["p_plateau_at_least"] < 0.6  # the sum's draws: reached in about half
+
+
 # --- the benchmark against the truth ------------------------------------------------------------------------------
 
 
@@ -360,6 +387,8 @@ def test_a_sweep_of_flat_runs_is_ordered_and_stopped_without_loss(tmp_path):
 
 
 def test_the_staged_method_keeps_a_late_rise_inside_the_plateau_band():
+    import dataclasses
+
     from pgrpo.fit.benchmark import STAGED, Curve, default_methods, run_protocol
     from pgrpo.fit.forecaster import RunContext
     from pgrpo.fit.truth import closed_form_families
@@ -370,8 +399,14 @@ def test_the_staged_method_keeps_a_late_rise_inside_the_plateau_band():
                   components={fn: (c[0], c[1], c[3]) for fn, c in g.components.items()})
     methods = {k: v for k, v in default_methods().items() if k in ("persistence", "forecaster", STAGED)}
     rows = {r["method"]: r for r in run_protocol([curve], methods, fractions=[0.25])}
-    assert not rows["forecaster"]["plateau_covered80"]  # the summed curve alone reads the correctness as flat
     assert rows[STAGED]["plateau_covered80"] and rows[STAGED]["plateau_hi80"] > 0.9
+    # the correctness function waits to rise: the forecaster decides with the sum, the staged method's band
+    assert rows["forecaster"]["plateau_covered80"]
+    assert rows["forecaster"]["plateau_hi80"] == pytest.approx(rows[STAGED]["plateau_hi80"])
+    # the summed curve alone (its functions not logged) reads the correctness as flat
+    alone = {r["method"]: r for r in run_protocol([dataclasses.replace(curve, components=None)], methods,
+                                                  fractions=[0.25])}
+    assert not alone["forecaster"]["plateau_covered80"] and STAGED not in alone
 
 
 def test_real_logs_of_one_study_are_a_sweep():

@@ -101,7 +101,17 @@ def baseline_method(name: str) -> Method:
 
 
 def forecaster_method(settings: ForecasterSettings) -> Method:
+    """The forecaster on the curve; on a curve whose reward functions are logged, where one waits to rise
+    (:attr:`pgrpo.fit.staged.StagedForecast.waiting`), their forecasts summed (its headroom in the band), as
+    ``pgrpo forecast --compare`` decides with."""
+
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
+        if curve.components:
+            staged = _staged(curve, t, steps, settings)
+            if staged.prediction is not None and staged.waiting:
+                from pgrpo.fit.staged import predictive_on_grid
+
+                return predictive_on_grid(staged.prediction, steps)
         return forecast_early_window(t, y, steps, context, settings)
 
     return run
@@ -450,19 +460,27 @@ def sweep_rows(sweeps: Mapping[tuple, Sequence[tuple]]) -> list[dict[str, Any]]:
 STAGED = "forecaster: per reward fn, summed"
 
 
+def _staged(curve: Curve, t: np.ndarray, steps: np.ndarray, settings: ForecasterSettings) -> Any:
+    """:func:`pgrpo.fit.staged.forecast_components` on ``curve``'s reward functions, each in its declared range, cut
+    where the early window ``t`` ends (the held-out ``steps`` set the horizon)."""
+    from pgrpo.fit.staged import forecast_components
+
+    series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
+    ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
+    total = float(max(steps[-1], t[-1]))
+    return forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
+                               cutoff_step=float(t[-1]))
+
+
 def staged_method(settings: ForecasterSettings) -> Method:
     """``pgrpo forecast``'s ``components`` (:func:`pgrpo.fit.staged.forecast_components`, the same function) on the
     curve's reward functions, each in its declared range, cut where the curve is: its summed predictive at the
     held-out steps."""
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
-        from pgrpo.fit.staged import forecast_components, predictive_on_grid
+        from pgrpo.fit.staged import predictive_on_grid
 
-        series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
-        ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
-        total = float(max(steps[-1], t[-1]))
-        staged = forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
-                                     cutoff_step=float(t[-1]))
+        staged = _staged(curve, t, steps, settings)
         if staged.prediction is None:
             return dataclasses.replace(baseline_forecast("persistence", t, y, steps), success=False,
                                        message="; ".join(staged.notes))

@@ -17,7 +17,9 @@ an onset of its own uniform over the steps ahead. The plateau (the mean over the
 an 80% interval from the functions staying where they are to their reaching their tops, and the per-step intervals
 widen from the cut on. :func:`reward_components` picks the functions that make up the logged reward (a total logged
 as a function left out, TRL's reward weights read off the log). ``pgrpo forecast`` (key ``components``), the live
-callback's plateau stop rule and the forecast benchmark's two-stage family all call it.
+callback's plateau stop rule and the forecast benchmark's two-stage family all call it. Where a function waits
+to rise (:attr:`StagedForecast.waiting`), the sum replaces the reward's own forecast in ``pgrpo forecast
+--compare`` (the ranking, P(ends highest) and the stop rule) and as the forecast benchmark's forecaster.
 """
 
 from __future__ import annotations
@@ -151,6 +153,13 @@ class StagedForecast:
     plateau_draws: np.ndarray | None = None
     #: the summed predictive at every step ahead (mean, intervals, draws; not in the JSON)
     prediction: Any = None
+
+    @property
+    def waiting(self) -> list[str]:
+        """The functions that have not started to rise by the cut and have headroom to rise by: where there is one,
+        the sum is the forecast a user decides with (``pgrpo forecast --compare``, the forecast benchmark's
+        forecaster): the reward's own forecast reads the run as staying where it is."""
+        return [fn for fn, c in self.per_function.items() if c.success and not c.started and c.headroom > 0]
 
     def to_dict(self) -> dict[str, Any]:
         from pgrpo.fit.least_squares import finite_or_none

@@ -5,7 +5,9 @@ P(each ends highest) and the runs the stop rule of Domhan et al. would stop now 
 Every run is forecast to one horizon (``total_steps``; default: a run's ``meta.json`` ``max_steps`` beside its log,
 else the longest run's last logged step) from every point it has logged (or, with ``fraction``, from its first
 ``fraction`` of that horizon, to replay a decision on finished runs). A run that has reached the horizon ends at its
-smoothed level (with that level's s.d. as its spread).
+smoothed level (with that level's s.d. as its spread). A run whose log shows its reward functions, one of them yet
+to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`), is ranked and stopped by their forecasts summed, that
+function's headroom in the band (issue 21, item 3: a correctness reward that has not paid yet is not read as flat).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pgrpo.errors import InputError
-from pgrpo.fit.decisions import STOP_THRESHOLD, p_highest, stop_decisions
+from pgrpo.fit.decisions import STOP_THRESHOLD, p_highest, stop_decisions, target_reach
 from pgrpo.fit.least_squares import finite_or_none
 
 
@@ -60,9 +62,10 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
             raise InputError(f"reward range must be two numbers LO < HI, got {list(reward_range)}")
         reward_range = (float(reward_range[0]), float(reward_range[1]))
     settings = settings or ForecasterSettings()
-    series, metas = [], []
+    series, metas, frames = [], [], []
     for log in logs:
         frame = load_log(log)
+        frames.append(frame)
         if column not in frame.columns:
             available = ", ".join(c for c in frame.columns if c != "step")
             raise InputError(f"column '{column}' is not in {log} (columns: {available})")
@@ -78,7 +81,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
     horizon = float(total_steps)
     rng = np.random.default_rng(0)
     runs = []
-    for log, (t, y), meta in zip(logs, series, metas):
+    for log, (t, y), meta, frame in zip(logs, series, metas, frames):
         cut = fraction * horizon if fraction is not None else min(float(t[-1]), horizon)
         r_range = reward_range or ((0.0, 1.0) if meta else None)
         context = RunContext(reward_range=r_range, batch=batch)
@@ -86,7 +89,18 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         result = None
         if cut < horizon:
             result = forecast_run(t, y, cut / horizon, horizon, context, settings, column, target=target)
-        if result is not None and result.success:
+        staged = (_waiting_sum(frame, cut, horizon, settings, r_range)
+                  if result is not None and result.success and column == "reward" else None)
+        if staged is not None:  # a reward function yet to rise: the sum, its headroom in the band
+            draws = np.asarray(staged.plateau_draws, float)
+            record.update(plateau={k: staged.plateau[k] for k in ("mean", "lo80", "hi80")},
+                          level_at_cut=result.level_at_cut, message=result.message,
+                          components={"waiting": staged.waiting, "notes": staged.notes})
+            if target is not None:
+                summed = staged.prediction
+                record["target"] = target_reach(summed.steps, summed.mean, summed.mean_draws, draws, float(target),
+                                                result.level_at_cut).to_dict()
+        elif result is not None and result.success:
             draws = np.asarray(result.plateau_draws, float)
             record.update(plateau=result.plateau, level_at_cut=result.level_at_cut, message=result.message)
             if result.target:
@@ -121,6 +135,23 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
     else:
         print(compare_text(payload))
     return payload
+
+
+def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
+                 reward_range: tuple[float, float] | None) -> Any:
+    """The log's reward functions forecast from the cut and summed (:func:`pgrpo.fit.staged.
+    forecast_logged_components`) where one of them waits to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`):
+    the forecast the run is ranked and stopped by then; else None (the reward's own forecast)."""
+    from pgrpo.fit.staged import component_columns, forecast_logged_components
+
+    columns = {fn: frame[col].to_numpy(float) for fn, col in component_columns(frame.columns).items()}
+    if len(columns) < 2 or "reward" not in frame.columns:
+        return None
+    staged = forecast_logged_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), columns,
+                                        cut / horizon, horizon, settings, {}, reward_range)
+    if staged is None or staged.plateau_draws is None or not staged.plateau or not staged.waiting:
+        return None
+    return staged
 
 
 def compare_paths(args_log: str | None, compare: Sequence[str]) -> list[str]:
