@@ -381,8 +381,8 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
 #: on the curve, chosen in hindsight (a perfect per-curve choice among them)
 PANEL = "oracle (best early-window forecast, chosen in hindsight)"
 
-#: the scores :data:`PANEL` takes the least of per curve (and of their ``seeds_`` twins); the larger the better:
-#: none of these
+#: the scores :data:`PANEL` takes the least of per curve (and of their ``seeds_`` twins): errors, each the smaller
+#: the better
 PANEL_SCORES = ("rmse", "rmse_ratio", "mean_rmse", "mean_rmse_ratio", "plateau_error_range", "plateau_error_ratio")
 
 
