@@ -266,7 +266,7 @@ def test_compare_needs_two_logs_and_forecast_a_log(tmp_path, capsys):
     assert main(["forecast", path, "--component-range", "x", "1", "0"]) == 2
 
 
-def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path):
+def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path, capsys):
     series = _staged_series()
     history = [{"step": int(s), "rewards/format/mean": float(a), "rewards/correct/mean": float(b)}
                for s, a, b in zip(T, series["format"][1], series["correct"][1])]
@@ -278,8 +278,11 @@ def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path):
     data = json.loads(out.read_text())
     staged = data["components"]
     assert staged["functions"] == ["format", "correct"] and not staged["per_function"]["correct"]["started"]
+    assert staged["waiting"] == ["correct"]  # not started, headroom 6 declared: the sum is the one to decide by
     assert data["plateau"]["hi80"] < 2.5 < staged["plateau"]["hi80"]  # the summed curve alone excludes the jump
     assert 0.2 < staged["p_plateau_at_least"] < 0.6
+    assert main(["forecast", str(path), "--fraction", "0.25", "--component-range", "correct", "0", "6"]) == 0
+    assert "correct waits to rise: decide by the sum below" in capsys.readouterr().out
     assert main(["forecast", str(path), "--component-range", "nope", "0", "1"]) == 2
 
 

@@ -170,7 +170,7 @@ class StagedForecast:
                                   "headroom": c.headroom, "range": list(c.range) if c.range else None,
                                   "range_source": c.range_source, "plateau": c.plateau}
                              for fn, c in self.per_function.items()},
-            "notes": self.notes})
+            "waiting": self.waiting, "notes": self.notes})
 
 
 def _start_level(y_early: np.ndarray) -> float:

@@ -327,6 +327,10 @@ def run_forecast(
                 print(f"  reward functions: {note}")
         elif payload.get("components"):
             c = payload["components"]
+            waiting = c.get("waiting") or []
+            if waiting:  # the reward alone reads the run as staying where it is: the sum is the one to decide by
+                print(f"  {', '.join(waiting)} {'waits' if len(waiting) == 1 else 'wait'} to rise: decide by the sum "
+                      "below (pgrpo forecast --compare ranks and stops this run by it)")
             print(f"  reward functions summed ({', '.join(c['functions'])}): plateau {fmt(c['plateau']['mean'])} "
                   f"(80%: {fmt(c['plateau']['lo80'])} to {fmt(c['plateau']['hi80'])})"
                   + (f"; P(plateau >= {target:g}) = {c['p_plateau_at_least']:.2f}" if target is not None
