@@ -263,6 +263,7 @@ def test_compare_needs_two_logs_and_forecast_a_log(tmp_path, capsys):
     assert main(["forecast"]) == 2
     assert main(["forecast", "--compare", path, path, "--stop-threshold", "1.5"]) == 2
     assert main(["forecast", "--compare", path, path, "--png", str(tmp_path / "x.png")]) == 2
+    assert main(["forecast", "--compare", path, path, "--component-range", "fmt", "1", "0"]) == 2
     assert main(["forecast", path, "--component-range", "x", "1", "0"]) == 2
 
 
@@ -310,6 +311,12 @@ def test_compare_ranks_a_run_whose_correctness_reward_has_not_paid_by_the_sum(tm
     assert runs["a"]["plateau"]["hi80"] > 2.6 and runs["a"]["plateau"]["lo80"] < 1.6
     assert 0.3 < runs["a"]["p_beats_best_so_far"] < 0.7 and not runs["a"]["stop_now"]
     assert 0.3 < runs["a"]["target"]["p_plateau_at_least"] < 0.6  # the sum's draws: reached in about half
+    # declared, correct's headroom is its range's top (6, not the 1.4 a started function shows): the band reaches 7
+    assert main(["forecast", "--compare", *paths, "--fraction", "0.25", "--component-range", "correct", "0", "6",
+                 "--json", str(out)]) == 0
+    declared = {Path(r["log"]).stem: r for r in json.loads(out.read_text())["runs"]}["a"]
+    assert declared["plateau"]["hi80"] > 6.5 and declared["components"]["waiting"] == ["correct"]
+    assert main(["forecast", "--compare", *paths, "--component-range", "nope", "0", "1"]) == 2
 
 
 # --- the benchmark against the truth ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -39,11 +39,13 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                          column: str = "reward", reward_range: Sequence[float] | None = None,
                          batch: float | None = None, total_steps: float | None = None,
                          threshold: float = STOP_THRESHOLD, target: float | None = None,
-                         settings: Any = None) -> dict[str, Any]:
+                         settings: Any = None,
+                         component_ranges: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """Rank ``logs`` by their forecast plateaus (see the module docstring); write ``out_json`` or print a table.
     Keys: ``horizon``, ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
     ``runs`` (best first): ``log``, ``rank``, ``plateau`` (``mean, lo80, hi80``), ``level_at_cut``, ``cut_step``,
-    ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked."""
+    ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked; ``components`` for a run
+    ranked by its reward functions' sum (``component_ranges``: fn -> (lo, hi), declared for every run's functions)."""
     from pgrpo.atomic import write_json
     from pgrpo.fit.forecast import forecast_run
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
@@ -75,6 +77,14 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
             raise InputError(f"log {log}: '{column}' has {int(keep.sum())} finite point(s), need at least 3")
         series.append((t[keep], y[keep]))
         metas.append(_meta_beside(log))
+    if component_ranges:
+        from pgrpo.fit.staged import component_columns
+
+        logged = {fn for frame in frames for fn in component_columns(frame.columns)}
+        unknown = sorted(set(component_ranges) - logged)
+        if unknown:
+            raise InputError(f"--component-range names '{unknown[0]}', not a reward function of any log "
+                             f"(functions: {', '.join(sorted(logged)) or 'none'})")
     if total_steps is None:
         planned = [float(m["max_steps"]) for m in metas if m.get("max_steps")]
         total_steps = max(planned) if planned else max(float(t[-1]) for t, _ in series)
@@ -89,7 +99,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         result = None
         if cut < horizon:
             result = forecast_run(t, y, cut / horizon, horizon, context, settings, column, target=target)
-        staged = (_waiting_sum(frame, cut, horizon, settings, r_range)
+        staged = (_waiting_sum(frame, cut, horizon, settings, r_range, component_ranges)
                   if result is not None and result.success and column == "reward" else None)
         if staged is not None:  # a reward function yet to rise: the sum, its headroom in the band
             draws = np.asarray(staged.plateau_draws, float)
@@ -138,7 +148,8 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
 
 
 def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
-                 reward_range: tuple[float, float] | None) -> Any:
+                 reward_range: tuple[float, float] | None,
+                 component_ranges: Mapping[str, Sequence[float]] | None = None) -> Any:
     """The log's reward functions forecast from the cut and summed (:func:`pgrpo.fit.staged.
     forecast_logged_components`) where one of them waits to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`):
     the forecast the run is ranked and stopped by then; else None (the reward's own forecast)."""
@@ -148,7 +159,7 @@ def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
     if len(columns) < 2 or "reward" not in frame.columns:
         return None
     staged = forecast_logged_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), columns,
-                                        cut / horizon, horizon, settings, {}, reward_range)
+                                        cut / horizon, horizon, settings, component_ranges or {}, reward_range)
     if staged is None or staged.plateau_draws is None or not staged.plateau or not staged.waiting:
         return None
     return staged

@@ -38,7 +38,8 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--stop-threshold", type=float, default=0.05, help="--compare: stop a run when P(its plateau "
                                                                       "beats the best so far) is below this")
     p.add_argument("--component-range", nargs=3, action="append", metavar=("FN", "LO", "HI"), default=[],
-                   help="declared range of the reward function FN (rewards/FN/mean), repeatable")
+                   help="declared range of the reward function FN (rewards/FN/mean), repeatable; with "
+                        "--compare, of every run's FN")
     p.add_argument("--json", help="output JSON (default: print a summary only)")
     p.add_argument("--png", help="output figure")
 
@@ -66,18 +67,6 @@ def _forecast(args):
     from pgrpo.stages import fit
 
     section = config_section(args, "fitting")
-    if args.compare:
-        from pgrpo.stages.forecast_compare import compare_paths, run_forecast_compare
-
-        if args.png or args.meta or args.component_range:
-            raise InputError("--png, --meta and --component-range apply to one log, not to --compare")
-
-        run_forecast_compare(compare_paths(args.log, args.compare), out_json=args.json, fraction=args.fraction,
-                             column=args.column, reward_range=args.reward_range, batch=args.batch,
-                             total_steps=args.total_steps, threshold=args.stop_threshold, target=args.target)
-        return
-    if not args.log:
-        raise InputError("pgrpo forecast needs a LOG (or --compare LOG LOG ...)")
     ranges = {}
     for fn, lo, hi in args.component_range:
         try:
@@ -86,6 +75,19 @@ def _forecast(args):
             raise InputError(f"--component-range {fn}: LO and HI must be numbers, got {lo!r} {hi!r}") from None
         if not ranges[fn][0] < ranges[fn][1]:
             raise InputError(f"--component-range {fn}: LO must be below HI, got {lo} {hi}")
+    if args.compare:
+        from pgrpo.stages.forecast_compare import compare_paths, run_forecast_compare
+
+        if args.png or args.meta:
+            raise InputError("--png and --meta apply to one log, not to --compare")
+
+        run_forecast_compare(compare_paths(args.log, args.compare), out_json=args.json, fraction=args.fraction,
+                             column=args.column, reward_range=args.reward_range, batch=args.batch,
+                             total_steps=args.total_steps, threshold=args.stop_threshold, target=args.target,
+                             component_ranges=ranges or None)
+        return
+    if not args.log:
+        raise InputError("pgrpo forecast needs a LOG (or --compare LOG LOG ...)")
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
     fit.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
                      meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"),
