@@ -100,18 +100,24 @@ def baseline_method(name: str) -> Method:
     return run
 
 
-def forecaster_method(settings: ForecasterSettings) -> Method:
+StagedOf = Callable[[Curve, np.ndarray, np.ndarray], Any]
+
+
+def forecaster_method(settings: ForecasterSettings, staged_of: StagedOf | None = None) -> Method:
     """The forecaster on the curve; on a curve whose reward functions are logged, where one waits to rise
     (:attr:`pgrpo.fit.staged.StagedForecast.waiting`), their forecasts summed (its headroom in the band), as
-    ``pgrpo forecast --compare`` decides with."""
+    ``pgrpo forecast --compare`` decides with. ``staged_of``: the summed forecasts (:func:`staged_forecasts`; one
+    of its own by default), shared with :func:`staged_method` so that a cut's sum is made once."""
+    staged_of = staged_of or staged_forecasts(settings)
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
         if curve.components:
-            staged = _staged(curve, t, steps, settings)
+            staged = staged_of(curve, t, steps)
             if staged.prediction is not None and staged.waiting:
                 from pgrpo.fit.staged import predictive_on_grid
 
-                return predictive_on_grid(staged.prediction, steps)
+                # a copy: the protocol names the predictive it is given, and the staged method is given this sum too
+                return dataclasses.replace(predictive_on_grid(staged.prediction, steps))
         return forecast_early_window(t, y, steps, context, settings)
 
     return run
@@ -460,27 +466,39 @@ def sweep_rows(sweeps: Mapping[tuple, Sequence[tuple]]) -> list[dict[str, Any]]:
 STAGED = "forecaster: per reward fn, summed"
 
 
-def _staged(curve: Curve, t: np.ndarray, steps: np.ndarray, settings: ForecasterSettings) -> Any:
-    """:func:`pgrpo.fit.staged.forecast_components` on ``curve``'s reward functions, each in its declared range, cut
-    where the early window ``t`` ends (the held-out ``steps`` set the horizon)."""
+def staged_forecasts(settings: ForecasterSettings) -> StagedOf:
+    """A function ``(curve, t, steps) ->`` :func:`pgrpo.fit.staged.forecast_components` on ``curve``'s reward
+    functions, each in its declared range, cut where the early window ``t`` ends (the held-out ``steps`` set the
+    horizon). It keeps its last answer: the forecaster and the staged method ask for the same cut one after the
+    other (the sum is seeded, so a second call would only repeat it)."""
     from pgrpo.fit.staged import forecast_components
 
-    series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
-    ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
-    total = float(max(steps[-1], t[-1]))
-    return forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
-                               cutoff_step=float(t[-1]))
+    last: dict[tuple, Any] = {}
+
+    def staged_of(curve: Curve, t: np.ndarray, steps: np.ndarray) -> Any:
+        key = (curve.id, float(t[-1]), float(steps[-1]))
+        if key not in last:
+            series = {fn: (ct, cy) for fn, (ct, cy, _) in curve.components.items()}
+            ranges = {fn: r for fn, (_, _, r) in curve.components.items() if r is not None}
+            total = float(max(steps[-1], t[-1]))
+            last.clear()
+            last[key] = forecast_components(series, min(1.0, float(t[-1]) / total), total, settings, ranges,
+                                            cutoff_step=float(t[-1]))
+        return last[key]
+
+    return staged_of
 
 
-def staged_method(settings: ForecasterSettings) -> Method:
+def staged_method(settings: ForecasterSettings, staged_of: StagedOf | None = None) -> Method:
     """``pgrpo forecast``'s ``components`` (:func:`pgrpo.fit.staged.forecast_components`, the same function) on the
     curve's reward functions, each in its declared range, cut where the curve is: its summed predictive at the
-    held-out steps."""
+    held-out steps (``staged_of``: as :func:`forecaster_method`'s)."""
+    staged_of = staged_of or staged_forecasts(settings)
 
     def run(curve: Curve, t: np.ndarray, y: np.ndarray, steps: np.ndarray, context: RunContext) -> Predictive:
         from pgrpo.fit.staged import predictive_on_grid
 
-        staged = _staged(curve, t, steps, settings)
+        staged = staged_of(curve, t, steps)
         if staged.prediction is None:
             return dataclasses.replace(baseline_forecast("persistence", t, y, steps), success=False,
                                        message="; ".join(staged.notes))
@@ -496,8 +514,9 @@ PANEL_METHODS = (*BASELINES, "forecaster", STAGED)
 def default_methods(settings: ForecasterSettings = ForecasterSettings()) -> dict[str, Method]:
     """The baselines and the forecaster with its kept levers (and per reward function, where a curve logs them)."""
     methods: dict[str, Method] = {name: baseline_method(name) for name in BASELINES}
-    methods["forecaster"] = forecaster_method(settings)
-    methods[STAGED] = staged_method(settings)
+    staged_of = staged_forecasts(settings)  # one sum per cut for both
+    methods["forecaster"] = forecaster_method(settings, staged_of)
+    methods[STAGED] = staged_method(settings, staged_of)
     methods[ORACLE] = oracle_method()
     methods[HINDSIGHT] = hindsight_method()
     methods[FAMILY_ORACLE] = family_oracle_method()
