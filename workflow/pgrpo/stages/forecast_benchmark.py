@@ -190,16 +190,15 @@ def kref_sweep_corpus(logs: Sequence[str | Path]) -> list[Curve]:
             continue
         curves.append(Curve(
             id=f"kref/{arm}/{run}/reward", part="kref sweep", split=split_of(f"kref_sweep/{arm}"), column="reward",
-            steps=t, values=y, context=context, sweep=f"kref/{arm}/reward@{t[-1]:g}",
+            steps=t, values=y, context=context,
             provenance={"source": str(log), "arm": arm, "run": run, "eta": meta.get("eta"), "mu": meta.get("mu"),
                         "k_ref": meta.get("k_ref")}))
-    sizes: dict[str, int] = {}
-    for curve in curves:
-        sizes[curve.sweep] = sizes.get(curve.sweep, 0) + 1
-    for curve in curves:
-        if sizes[curve.sweep] < 2:
-            curve.sweep = None  # a run alone at its length is no sweep
-    return curves
+
+    def arm_and_length(curve: Curve) -> tuple[str, str]:
+        name = f"kref/{curve.provenance['arm']}/reward@{curve.steps[-1]:g}"
+        return name, name
+
+    return with_sweeps(curves, arm_and_length)
 
 
 def real_corpus(data_dir: str | Path) -> list[Curve]:
@@ -250,14 +249,27 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
 def with_study_sweeps(curves: list[Curve]) -> list[Curve]:
     """The real logs that are runs of one study, as a sweep: the same author (the file name's first word), column,
     length (last step) and split, two runs or more."""
-    groups: dict[tuple, list[Curve]] = {}
-    for curve in curves:
+    def study(curve: Curve) -> tuple[tuple, str]:
         author = curve.id.split("/")[0].split("_")[0]
-        groups.setdefault((author, curve.column, float(curve.steps[-1]), curve.split), []).append(curve)
-    for (author, column, last, _), members in groups.items():
+        return ((author, curve.column, float(curve.steps[-1]), curve.split),
+                f"real/{author}/{curve.column}@{float(curve.steps[-1]):g}")
+
+    return with_sweeps(curves, study)
+
+
+def with_sweeps(curves: list[Curve], group_of: Callable[[Curve], tuple[Any, str]]) -> list[Curve]:
+    """``curves`` with ``sweep`` set to its group's name where the group (``group_of(curve)``: its key and name) has
+    two runs or more; a run alone is no sweep (its ``sweep`` left as it is)."""
+    groups: dict[Any, list[Curve]] = {}
+    names: dict[Any, str] = {}
+    for curve in curves:
+        key, name = group_of(curve)
+        groups.setdefault(key, []).append(curve)
+        names[key] = name
+    for key, members in groups.items():
         if len(members) >= 2:
             for curve in members:
-                curve.sweep = f"real/{author}/{column}@{last:g}"
+                curve.sweep = names[key]
     return curves
 
 
