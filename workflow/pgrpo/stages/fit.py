@@ -344,6 +344,15 @@ def run_forecast(
     return payload
 
 
+def check_component_ranges(ranges: Mapping[str, Any], functions: Sequence[str], of: str) -> None:
+    """An input error naming the first ``--component-range`` function that is none of ``functions`` (the reward
+    functions of ``of``: the log, or any log of a ``--compare``)."""
+    unknown = sorted(set(ranges) - set(functions))
+    if unknown:
+        raise InputError(f"--component-range names '{unknown[0]}', not a reward function of {of} "
+                         f"(functions: {', '.join(functions) or 'none'})")
+
+
 def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | None, settings: Any,
                      component_ranges: Mapping[str, Sequence[float]] | None,
                      reward_range: tuple[float, float] | None, target: float | None = None) -> dict[str, Any] | None:
@@ -353,10 +362,8 @@ def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | No
 
     columns = {fn: log[col].to_numpy(float) for fn, col in component_columns(log.columns).items()}
     ranges = {str(k): (float(v[0]), float(v[1])) for k, v in (component_ranges or {}).items()}
-    unknown = sorted(set(ranges) - set(columns))
-    if unknown and len(columns) >= 2:
-        raise InputError(f"--component-range names '{unknown[0]}', not a reward function of the log "
-                         f"(functions: {', '.join(columns)})")
+    if len(columns) >= 2:
+        check_component_ranges(ranges, list(columns), "the log")
     reward = log["reward"].to_numpy(float) if "reward" in log.columns else None
     staged = forecast_logged_components(log["step"].to_numpy(float), reward, columns, fraction, total_steps,
                                         settings, ranges, reward_range)

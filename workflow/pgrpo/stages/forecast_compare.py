@@ -79,12 +79,10 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         metas.append(_meta_beside(log))
     if component_ranges:
         from pgrpo.fit.staged import component_columns
+        from pgrpo.stages.fit import check_component_ranges
 
-        logged = {fn for frame in frames for fn in component_columns(frame.columns)}
-        unknown = sorted(set(component_ranges) - logged)
-        if unknown:
-            raise InputError(f"--component-range names '{unknown[0]}', not a reward function of any log "
-                             f"(functions: {', '.join(sorted(logged)) or 'none'})")
+        logged = sorted({fn for frame in frames for fn in component_columns(frame.columns)})
+        check_component_ranges(component_ranges, logged, "any log")
     if total_steps is None:
         planned = [float(m["max_steps"]) for m in metas if m.get("max_steps")]
         total_steps = max(planned) if planned else max(float(t[-1]) for t, _ in series)
