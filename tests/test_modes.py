@@ -274,6 +274,72 @@ def test_hacking_needs_an_eval_curve(planted_reports):
     assert planted_reports["planted_hacking_eval_flat"].to_dict()["modes"]["hacking"]["flagged"] is True
 
 
+def _staged_rows(n, fmt, correct, seed=0):
+    """A reward of two TRL reward functions (``rewards/<fn>/mean``), each a batch mean of 32 Bernoulli draws of its
+    mean curve, the reward their sum."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(1, n + 1):
+        f = rng.binomial(32, fmt(s)) / 32
+        c = rng.binomial(32, correct(s)) / 32
+        rows.append({"step": s, "reward": f + c, "reward_std": 0.4, "frac_reward_zero_std": 0.1, "grad_norm": 1.0,
+                     "rewards/strict_format_reward_func/mean": f, "rewards/correctness_reward_func/mean": c})
+    return rows
+
+
+def test_without_an_eval_column_the_gold_reward_function_is_the_held_out_curve(tmp_path):
+    """Figure 2 with the correctness function as the eval curve: a rise carried by the format term while
+    correctness stays at its floor is the hacking signature; a correctness term that rises with the format one
+    is not (no deficit below the diagonal); a reward that never rose is not read as hacking."""
+    rise = lambda s: 0.9 * (1 - np.exp(-s / 30))  # noqa: E731
+    hacked = diagnose(write_log(tmp_path, "format_only", _staged_rows(200, rise, lambda s: 0.05))).to_dict()
+    verdict = hacked["modes"]["hacking"]
+    assert verdict["flagged"] is True
+    assert verdict["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
+    assert "standing in for an eval column" in verdict["numbers"]["held_out"]
+    learned = diagnose(write_log(tmp_path, "both_rise", _staged_rows(200, rise, lambda s: 0.05 + 0.6 * (
+        1 - np.exp(-s / 30)), seed=1))).to_dict()["modes"]["hacking"]
+    assert learned["flagged"] is not True and learned["numbers"]["deficit"] < 0.15
+    flat = diagnose(write_log(tmp_path, "flat", _staged_rows(200, lambda s: 0.3, lambda s: 0.05, seed=2)))
+    assert flat.to_dict()["modes"]["hacking"]["flagged"] is False
+    assert "did not rise" in flat.to_dict()["modes"]["hacking"]["verdict"]
+
+
+def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
+    rows = _staged_rows(120, lambda s: 0.9 * (1 - np.exp(-s / 30)), lambda s: 0.05)
+    path = write_log(tmp_path, "gold", rows)
+    missing = diagnose_log(str(path), config=diagnostics_config({"reward_hacking": {"gold_reward": "accuracy"}}))
+    verdict = missing.to_dict()["modes"]["hacking"]
+    assert verdict["flagged"] is None and "'accuracy' was not logged" in verdict["reason"]
+    declared = diagnose_log(str(path), config=diagnostics_config(
+        {"reward_hacking": {"gold_reward": "strict_format_reward_func"}})).to_dict()["modes"]["hacking"]
+    assert declared["numbers"]["eval_column"] == "rewards/strict_format_reward_func/mean"
+    for row in rows:
+        row["rewards/exact_match/mean"] = row["rewards/correctness_reward_func/mean"]
+        row["reward"] += row["rewards/exact_match/mean"]
+    several = diagnose(write_log(tmp_path, "two_gold", rows)).to_dict()["modes"]["hacking"]
+    assert several["flagged"] is None and "several reward functions" in several["reason"]
+    with pytest.raises(InputError, match="gold_reward"):
+        diagnostics_config({"reward_hacking": {"gold_reward": 3}})
+
+
+@pytest.mark.parametrize("tokens, expected", [(3.0, True), (110.0, False)])
+def test_a_short_length_collapse_counts_by_its_depth(tmp_path, tokens, expected):
+    """A collapse that resolved, 3 of 40 logged points long (under ``min_episode_fraction`` = 10% of the points)
+    with the reward falling: down to a few tokens it is flagged (each point weighted by its depth, up to 1 /
+    length_drop = 2.5), just under the threshold (60% of 200 tokens) it is a transient."""
+    rows = []
+    for i, s in enumerate(range(5, 205, 5)):
+        down = 4 <= i <= 6
+        rows.append({"step": s, "reward": 0.2 if down else 0.8 + 0.002 * i, "reward_std": 0.3,
+                     "frac_reward_zero_std": 0.1, "grad_norm": 1.0,
+                     "completions/mean_length": tokens if down else 200.0 + (i % 3)})
+    verdict = diagnose(write_log(tmp_path, f"short_collapse_{tokens:g}", rows)).to_dict()["modes"]["length_collapse"]
+    assert verdict["flagged"] is expected
+    if expected:
+        assert verdict["onset_step"] == pytest.approx(25, abs=10)
+
+
 # --------------------------------------------------------------------------------------------- the toolkit's rules
 
 

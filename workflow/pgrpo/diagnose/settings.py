@@ -24,6 +24,11 @@ class RewardHackingConfig:
     min_eval_points: int = 4  # fewer eval points: inconclusive (the fit has 3 parameters)
     min_window_points: int = 3  # points a window needs (each of train and eval) for a slope
     min_rise_over_noise: float = 2.0  # a fitted rise R_inf - R0 smaller than this x residual s.d. is unresolved
+    # without an eval column, the reward function that scores the task itself stands in for the held-out curve
+    # (a reward of two or more functions): this one by name, else the one whose name holds one of gold_names and
+    # not "format"
+    gold_reward: str | None = None
+    gold_names: tuple[str, ...] = ("correct", "accura", "exact", "gold", "verif")
 
 
 @dataclass(frozen=True)
@@ -175,8 +180,12 @@ def default_config_dict() -> dict[str, Any]:
 
 
 def _check_special(key: str, value: Any) -> Any:
-    """The keys whose default is None or text: K, max_completion_length, reward_range, rule_set."""
+    """The keys whose default is None or text: K, max_completion_length, reward_range, rule_set, gold_reward."""
     name = key.split(".")[-1]
+    if name == "gold_reward":
+        if value is not None and not (isinstance(value, str) and value):
+            raise InputError(f"diagnostics.{key} must be a reward function's name or null, got {value!r}")
+        return value
     if name == "rule_set":
         if value not in RULE_SETS:
             raise InputError(f"diagnostics.{key} must be one of {', '.join(RULE_SETS)}, got {value!r}")
@@ -198,7 +207,7 @@ def _check_special(key: str, value: Any) -> Any:
     return float(value)
 
 
-_SPECIAL = ("K", "max_completion_length", "reward_range", "rule_set")
+_SPECIAL = ("K", "max_completion_length", "reward_range", "rule_set", "gold_reward")
 
 
 def _check_value(key: str, default: Any, value: Any) -> Any:

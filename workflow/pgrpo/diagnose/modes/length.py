@@ -17,7 +17,10 @@ of the moving averages so that the batch noise does not hide a shared bend) is a
 
 Episodes: the steps where the smoothed length is beyond its threshold (collapse) or where the smoothed length is
 above ``(1 + length_rise)`` of its early level while the reward is above its early level (hacking), bridged over
-gaps of one moving-average window.
+gaps of one moving-average window. A collapse that resolved counts when its points, each weighted by its depth
+(:func:`depth_weighted_points`: 1 at the threshold, up to ``1 / length_drop`` at zero length), reach
+``modes.min_episode_fraction`` of the run's logged points: a few steps at a few tokens is a collapse, a few steps
+just under the threshold is noise.
 """
 
 from __future__ import annotations
@@ -83,8 +86,8 @@ def length_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict
                                   max_gap=length.window, values=length.smooth)
     numbers = {"length_early": early, "length_late": late, "length_ratio": ratio, "threshold_length": level}
     text = f"mean length {fmt(early)} -> {fmt(late)} tokens ({pct(ratio - 1)}; collapse at <= {pct(-cfg.length_drop)})"
-    long = [e for e in episodes if e["end"] is None or np.sum(
-        (length.steps >= e["start"]) & (length.steps <= e["end"])) >= config.modes.min_episode_fraction * length.n]
+    long = [e for e in episodes if e["end"] is None or depth_weighted_points(length.steps, margin, e)
+            >= config.modes.min_episode_fraction * length.n]
     if not long:
         return clear(LENGTH_COLLAPSE, "length stable" if abs(ratio - 1) < cfg.length_drop / 2 else
                      "length moved, within bounds", text, numbers, thresholds)
@@ -104,6 +107,14 @@ def length_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict
                    f"{text}; below the threshold at steps {spans} (down to {fmt(worst)} tokens), the reward not "
                    "rising over it", kept[0]["start"], (1 - worst / early) / cfg.length_drop, numbers, thresholds,
                    episodes=kept)
+
+
+def depth_weighted_points(steps: np.ndarray, margin: np.ndarray, e: dict) -> float:
+    """The logged points of a resolved episode, each weighted by how far below the threshold it goes (its margin:
+    1 at the threshold, ``1 / length_drop`` at zero length), so that a short collapse to a few tokens counts as
+    much as a longer one at the threshold."""
+    inside = (steps >= e["start"]) & (steps <= e["end"])
+    return float(np.sum(np.clip(np.nan_to_num(margin[inside], posinf=0.0), 0.0, None)))
 
 
 def reward_over(reward: Curve, start: float, end: float | None, z: float) -> dict:

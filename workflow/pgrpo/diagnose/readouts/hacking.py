@@ -1,5 +1,10 @@
 """Reward hacking (Section 5.2, Figure 2): the doubly normalised progress of Eq. 17 for train and eval, the deficit
 below the diagonal, and the rolling coupling ratio ``rho(t) = lambda_eval(t) / |lambda_train(t)|``.
+
+Without an eval column, a reward made of two or more functions (TRL logs each as ``rewards/<fn>/mean``) has its
+held-out curve in the function that scores the task itself (:func:`held_out_column`: the declared
+``gold_reward``, else the one function whose name says so): a reward that rises through its format terms while
+that gold term stays put is the hacking signature of Figure 2 with the gold term as the eval curve.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pgrpo.diagnose.records import (
     DiagnosticResult,
     RunCurves,
 )
-from pgrpo.diagnose.settings import DiagnosticsConfig
+from pgrpo.diagnose.settings import DiagnosticsConfig, RewardHackingConfig
 
 
 def normalized_progress(values: np.ndarray, r0: float, r_inf: float) -> np.ndarray:
@@ -77,6 +82,37 @@ def rolling_coupling_ratio(
     return CouplingRatio(eval_steps, np.array(rho), np.array(lam_train), np.array(lam_eval), width)
 
 
+def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None, str]:
+    """The reward function that scores the task itself, as ``(column, how it was chosen)``: ``gold_reward`` when
+    declared (its column ``rewards/<fn>/mean``, or the name as given), else the one ``rewards/<fn>/mean`` whose name
+    holds one of ``gold_names`` and not ``format``; ``(None, why not)`` when the reward has fewer than two functions,
+    none or several match, or the declared one was not logged."""
+    functions = [c for c in curves.frame.columns
+                 if c.startswith("rewards/") and c.endswith("/mean") and curves.has(c)]
+    if cfg.gold_reward is not None:
+        for column in (f"rewards/{cfg.gold_reward}/mean", cfg.gold_reward):
+            if curves.has(column):
+                return column, f"the declared gold reward {cfg.gold_reward!r}"
+        return None, f"the declared gold reward {cfg.gold_reward!r} was not logged"
+    if len(functions) < 2:
+        return None, "no eval column and fewer than two reward functions logged"
+    names = {c: c[len("rewards/"):-len("/mean")].lower() for c in functions}
+    matches = [c for c, name in names.items()
+               if any(word in name for word in cfg.gold_names) and "format" not in name]
+    if len(matches) != 1:
+        return None, ("no reward function named as scoring the task" if not matches else
+                      f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
+    return matches[0], "the reward function named as scoring the task"
+
+
+def held_out_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None, str]:
+    """Figure 2's held-out curve: the first of ``eval_columns`` logged, else :func:`gold_column`."""
+    column = next((c for c in cfg.eval_columns if curves.has(c)), None)
+    if column is not None:
+        return column, "eval"
+    return gold_column(curves, cfg)
+
+
 def _rise_problem(fit: Any, what: str, min_over_noise: float) -> str | None:
     """Why a fitted rise cannot be used (None when it can)."""
     if fit is None or not fit.success:
@@ -104,16 +140,19 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
     def result(verdict: str, reason: str, **kw: Any) -> DiagnosticResult:
         return DiagnosticResult(REWARD_HACKING, curves.model, curves.G, verdict, reason, **kw)
 
-    eval_column = next((c for c in cfg.eval_columns if curves.has(c)), None)
+    eval_column, chosen = held_out_column(curves, cfg)
     missing = [c for c in ("reward",) if not curves.has(c)]
     if eval_column is None:
         missing.append(" or ".join(cfg.eval_columns))
     if missing:
-        return result(NOT_RUN, f"column {' and '.join(repr(m) for m in missing)} missing", missing=missing)
+        why = "" if eval_column is not None else f" ({chosen})"
+        return result(NOT_RUN, f"column {' and '.join(repr(m) for m in missing)} missing{why}", missing=missing)
     t_steps, t_values, _ = curves.series("reward")
     e_steps, e_values, _ = curves.series(eval_column)
     numbers: dict[str, Any] = {"eval_column": eval_column, "n_eval_points": int(e_steps.size),
                                "rho_min": cfg.rho_min, "deficit_max": cfg.deficit_max}
+    if chosen != "eval":
+        numbers["held_out"] = f"{eval_column}: {chosen}, standing in for an eval column"
     if t_steps.size < config.min_points:
         return result(INCONCLUSIVE, f"only {t_steps.size} train reward point(s); need {config.min_points}",
                       numbers=numbers)

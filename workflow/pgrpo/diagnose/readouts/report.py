@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.readouts.concentration import policy_concentration
-from pgrpo.diagnose.readouts.hacking import reward_hacking
+from pgrpo.diagnose.readouts.hacking import held_out_column, reward_hacking
 from pgrpo.diagnose.readouts.mode_collapse import mode_collapse, mode_collapse_across_G
 from pgrpo.diagnose.modes.record import RunVerdicts
 from pgrpo.diagnose.numerics import fit_three_phase_curve
@@ -33,7 +33,7 @@ from pgrpo.diagnose.readouts.stability import stability
 def _run_fits(curves: RunCurves, config: DiagnosticsConfig, given: Mapping[str, Any] | None) -> dict[str, Any]:
     """The three-phase fits the diagnostics share: train reward and the eval column (given ones win)."""
     fits = dict(given or {})
-    eval_column = next((c for c in config.reward_hacking.eval_columns if curves.has(c)), None)
+    eval_column, _ = held_out_column(curves, config.reward_hacking)
     for column in ("reward", eval_column):
         if column is not None and column not in fits and curves.has(column):
             steps, values, _ = curves.series(column)
