@@ -610,8 +610,8 @@ def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones
     """stop_if_plateau_below=1.5 on a run whose total reward levels off at 1 by step 30 of 200: when one reward
     function has not started to rise, its headroom (undeclared: the rise the other shows by the cut, ~1) lifts the
     summed plateau's upper 80% bound to about 1 + 1 = 2 (half of the draws rise), so the run is not stopped; when
-    both have risen, the summed band stays near 1 and the rule stops at the second forecast, saying which plateau
-    it read. Without the rule no per-function forecast is made (it costs one forecast per function)."""
+    both have risen, none waits, and the rule reads the reward's own plateau and stops at the second forecast,
+    saying which plateau it read. Without the rule no per-function forecast is made (it costs one forecast per function)."""
     from pgrpo.live.reads import curves_from_history, read_curves
     from pgrpo.stages.live import replay_curves
 
@@ -624,12 +624,13 @@ def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones
     summed = last.summed_plateau
     assert summed["hi80"] > 1.9 and summed["lo80"] < 1.15
     assert last.log_keys()["pgrpo/plateau_summed_hi80"] == summed["hi80"] == replay["reads"][-1]["plateau_summed"]["hi80"]
-    assert "reward functions summed" in last.verdict_line()
+    assert "reward functions summed" in last.verdict_line() and "acc waits to rise" in last.verdict_line()
 
     both = curves_from_history(_two_function_history(acc_rises=True))
     stopped = replay_curves(both, settings, total_steps=200, lag_reads=0)["stopped"]
     assert stopped is not None and stopped["mode"] == PLATEAU_RULE and stopped["step"] == 20.0
-    assert stopped["reason"].startswith("the reward functions' summed plateau")
+    # no function waits: the rule reads the reward's own plateau, as pgrpo forecast --compare decides
+    assert stopped["reason"].startswith("forecast plateau")
 
     report_only = read_curves(silent, LiveSettings(every=10), total_steps=200)
     assert report_only.summed_plateau is None and "components" not in report_only.forecast

@@ -235,11 +235,16 @@ class LiveRead:
         return values if ok else None
 
     @property
+    def waiting(self) -> list[str]:
+        """The reward functions that wait to rise at this read (:attr:`pgrpo.fit.staged.StagedForecast.waiting`)."""
+        return list((self.forecast.get("components") or {}).get("waiting") or [])
+
+    @property
     def decision_plateau(self) -> dict[str, float | None]:
-        """The plateau the plateau stop rule reads: the reward functions' sum where the read made it (a function
-        that has not started to rise keeps its headroom in the band, so a run whose correctness reward has not
-        paid yet is not stopped as if it never would), else the reward's own."""
-        return self.summed_plateau or self.plateau
+        """The plateau the plateau stop rule reads: the reward functions' sum where one of them waits to rise (its
+        headroom in the band, so a run whose correctness reward has not paid yet is not stopped as if it never
+        would), else the reward's own: the choice ``pgrpo forecast --compare`` and the forecast benchmark make."""
+        return (self.summed_plateau if self.waiting else None) or self.plateau
 
     def log_keys(self) -> dict[str, float]:
         """The ``pgrpo/*`` keys added to the trainer's logs: ``pgrpo/<mode>`` (0/1, modes that could run) and the
@@ -273,6 +278,8 @@ class LiveRead:
             if summed is not None:
                 head += (f"; reward functions summed: plateau {summed['mean']:.3g} [{summed['lo80']:.3g}, "
                          f"{summed['hi80']:.3g}] (80%)")
+                if self.waiting:
+                    head += f" ({', '.join(self.waiting)} waits to rise: the sum decides)"
             head += "" if self.fresh_forecast else f" (forecast at step {self.forecast_step:g})"
         else:
             head = "no forecast yet" + (f" ({self.forecast.get('message')})" if self.forecast.get("message") else "")
@@ -421,7 +428,8 @@ class StopRules:
                 return StopDecision(read.step, mode, verdict.get("onset_step"), verdict.get("severity"), reason,
                                     forecast)
         if limit is not None and self.streak.get(PLATEAU_RULE, 0) >= need:
-            whose = "the reward functions' summed plateau" if read.summed_plateau else "forecast plateau"
+            whose = ("the reward functions' summed plateau" if read.waiting and read.summed_plateau
+                     else "forecast plateau")
             reason = (f"{whose} {plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
                       f"{limit:g} at {need} consecutive forecast(s): the run cannot reach it")
             return StopDecision(read.step, PLATEAU_RULE, None, None, reason, forecast)
