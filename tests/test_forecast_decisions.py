@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from pgrpo.cli import main
 from pgrpo.fit.decisions import brier, p_highest, pairs_ordered, stop_decisions, stop_rule_outcome, target_reach
-from pgrpo.fit.staged import component_columns, forecast_components, has_started, reward_components
+from pgrpo.fit.headroom import has_started
+from pgrpo.fit.staged import component_columns, forecast_components, reward_components
 
 T = np.arange(1, 401, dtype=float)
 
@@ -443,3 +444,30 @@ def test_a_predictive_moves_onto_another_grid_by_linear_interpolation():
     q = predictive_on_grid(p, np.array([0.0, 1.0, 2.0]))
     assert q.mean.tolist() == [2.0, 3.0, 4.0] and q.mean_draws.tolist() == [[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]
     assert q.intervals["lo80"].tolist() == pytest.approx([1.2, 2.2, 3.2])  # 10% between the two draws
+
+
+def test_a_single_reward_not_yet_rising_keeps_its_headroom_when_the_lever_is_on():
+    """The ``headroom`` lever (off by default): a reward flat at 0.2 of a declared [0, 1] keeps, in half of the
+    draws, a rise of its whole headroom 0.8 at an onset uniform over the steps ahead, so the plateau's 80% band
+    reaches the top while the mean curve (the point forecast) stays where it was; a reward already rising is left as
+    it is."""
+    from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window
+
+    rng = np.random.default_rng(3)
+    t = np.arange(0, 60, 2.0)
+    steps = np.arange(60, 240, 2.0)
+    context = RunContext(reward_range=(0.0, 1.0), batch=32)
+    flat = rng.binomial(32, 0.2, t.size) / 32
+    off = forecast_early_window(t, flat, steps, context, ForecasterSettings())
+    on = forecast_early_window(t, flat, steps, context, ForecasterSettings(headroom=True))
+    np.testing.assert_allclose(on.mean, off.mean)
+    assert "waiting" in on.details and on.details["waiting"]["headroom"] == pytest.approx(0.8, abs=0.05)
+    last = np.mean(on.mean_draws[:, -9:], axis=1)
+    risen = np.mean(last > 0.6)
+    # a rise at an onset uniform over the horizon has happened by the last tenth in ~95% of the risen draws
+    assert 0.35 < risen < 0.55
+    assert np.quantile(last, 0.9) > 0.9 and np.quantile(np.mean(off.mean_draws[:, -9:], axis=1), 0.9) < 0.4
+    assert on.mean_draws.max() <= 1.0
+    rising = 0.1 + 0.6 * (1 - np.exp(-t / 20)) + rng.normal(0, 0.03, t.size)
+    kept = forecast_early_window(t, rising, steps, context, ForecasterSettings(headroom=True))
+    assert "waiting" not in (kept.details or {})

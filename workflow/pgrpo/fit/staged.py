@@ -24,7 +24,6 @@ to rise (:attr:`StagedForecast.waiting`), the sum replaces the reward's own fore
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
@@ -32,10 +31,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pgrpo.fit.baselines import Predictive
-from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, robust_noise_sd, sample_intervals
-
-#: the chance a function that has not started rises within the horizon (no log can tell it before the rise begins)
-RISE_PROBABILITY = 0.5
+from pgrpo.fit.headroom import RISE_PROBABILITY, has_started, rise_by_headroom, start_level
+from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, sample_intervals
 
 _COMPONENT = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
 
@@ -173,12 +170,6 @@ class StagedForecast:
             "waiting": self.waiting, "notes": self.notes})
 
 
-def _start_level(y_early: np.ndarray) -> float:
-    """The mean of a function's first 10% of early points (two at least)."""
-    y = np.asarray(y_early, float)
-    return float(np.mean(y[:max(2, int(round(PLATEAU_SHARE * y.size)))]))
-
-
 def _rise_shown(y_early: np.ndarray, result: Any) -> float:
     """How far a function that has started has moved by the cut: the span of its fitted mean curve over the early
     window (the noise left out), else its level at the cut against its start."""
@@ -186,19 +177,7 @@ def _rise_shown(y_early: np.ndarray, result: Any) -> float:
     fitted = fitted[np.isfinite(fitted)]
     if fitted.size >= 2:
         return float(np.ptp(fitted))
-    return abs(result.level_at_cut - _start_level(y_early))
-
-
-def has_started(y_early: np.ndarray, level_at_cut: float) -> bool:
-    """Whether a function has moved by the cut: its smoothed level more than three standard errors (the noise s.d.
-    from first differences, over the start mean's points) from the mean of its first 10% of points."""
-    y = np.asarray(y_early, float)
-    n_start = max(2, int(round(PLATEAU_SHARE * y.size)))
-    start = _start_level(y)
-    noise = robust_noise_sd(y)
-    if not (math.isfinite(noise) and noise > 0):
-        return bool(abs(level_at_cut - start) > 1e-12 or np.ptp(y) > 0)
-    return bool(abs(level_at_cut - start) > 3.0 * noise * math.sqrt(2.0 / n_start))
+    return abs(result.level_at_cut - start_level(y_early))
 
 
 def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fraction: float,
@@ -219,7 +198,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     from pgrpo.fit.forecast import forecast_run
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 
-    settings = settings or ForecasterSettings()
+    # each function's own forecast without a single reward's headroom: a function waiting to rise gets it here
+    settings = (settings or ForecasterSettings()).replace(headroom=False)
     ranges = dict(ranges or {})
     rng = np.random.default_rng(seed)
     runs, early_rises = {}, {}
@@ -267,13 +247,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
         p = predictive_on_grid(result.prediction, result.prediction.steps if summed is None else summed.steps)
         grid, mean_d, value_d = p.steps, rng.permutation(p.mean_draws), rng.permutation(p.value_draws)
         if not started:
-            jumps = []
-            for draws in (mean_d, value_d):
-                n = draws.shape[0]
-                onset = rng.uniform(grid[0], grid[-1], n)
-                jumps.append((headroom * coins[np.arange(n) % coins.size])[:, None]
-                             * (grid[None, :] >= onset[:, None]))
-            mean_d, value_d = mean_d + jumps[0], value_d + jumps[1]
+            mean_d, value_d = (draws + rise_by_headroom(draws.shape[0], grid, headroom, coins, rng)
+                               for draws in (mean_d, value_d))
         if summed is None:
             tail = min(max(1, int(round(PLATEAU_SHARE * (result.n_early + grid.size)))), grid.size)
         own = np.mean(mean_d[:, -tail:], axis=1)

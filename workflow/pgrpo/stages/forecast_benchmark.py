@@ -423,6 +423,8 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
             default.replace(drift=0.0 if default.drift > 0 else 0.5),
         name(default.residual_drift, "+ the residuals' own drift (a random walk, exponential smoothing's variance)",
              "- the residuals' own drift"): default.replace(residual_drift=not default.residual_drift),
+        name(default.headroom, "+ headroom of a reward not yet rising (declared range)", "- headroom of a reward not "
+             "yet rising"): default.replace(headroom=not default.headroom),
         **{f"forecaster: point forecast {center}": default.replace(center=center)
            for center in ("draws", "best", "recenter") if center != default.center},
     }
