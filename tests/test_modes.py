@@ -558,3 +558,19 @@ def test_spikes_are_points_over_factor_times_the_median_of_the_previous_usable_w
         assert got.tolist() == by_definition(values, factor, window, excess, reference)
     # a hand case: 1, 1, 1, 10 with factor 5: the median of the three ones is 1, 10 > 5
     assert spikes(np.arange(4), np.array([1.0, 1.0, 1.0, 10.0]), 5.0, 10).tolist() == [3]
+
+
+def test_gold_reward_from_the_command_line_and_the_live_settings(tmp_path, capsys):
+    """``pgrpo diagnose --gold-reward`` and ``LiveSettings(gold_reward=...)`` (the callback's, ``pgrpo replay``'s
+    and ``pgrpo watch``'s) reach ``diagnostics.reward_hacking.gold_reward``."""
+    from pgrpo.live.reads import LiveSettings
+
+    rows = _staged_rows(120, lambda s: 0.9 * (1 - np.exp(-s / 30)), lambda s: 0.05)
+    path = write_log(tmp_path, "cli_gold", rows)
+    out = tmp_path / "v.json"
+    assert main(["diagnose", str(path), "--gold-reward", "accuracy", "--json", str(out)]) in (0, None)
+    assert "'accuracy' was not logged" in json.loads(out.read_text())["modes"]["hacking"]["reason"]
+    assert LiveSettings(gold_reward="correctness_reward_func").config().reward_hacking.gold_reward == \
+        "correctness_reward_func"
+    with pytest.raises(InputError, match="gold_reward"):
+        LiveSettings(gold_reward="")

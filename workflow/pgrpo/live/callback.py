@@ -94,10 +94,11 @@ class DynamicsCallback(TrainerCallback):
     def __init__(self, every: int = 10, stop_on: Sequence[str] = (), stop_if_plateau_below: float | None = None,
                  reward_range: Sequence[float] | None = None, max_completion_length: int | None = None,
                  output_dir: str | None = None, verbose: bool = True,
-                 forecast_every: int = DEFAULT_FORECAST_EVERY, background: bool = True):
+                 forecast_every: int = DEFAULT_FORECAST_EVERY, background: bool = True,
+                 gold_reward: str | None = None):
         self.settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                                      tuple(reward_range) if reward_range is not None else None,
-                                     max_completion_length, int(forecast_every))
+                                     max_completion_length, int(forecast_every), gold_reward=gold_reward)
         self.output_dir = output_dir
         self.verbose = verbose
         self.background = bool(background)

@@ -74,6 +74,8 @@ class LiveSettings:
     #: consecutive reads a stop rule must hold at, and the severities that count (the toolkit: 1 read, "high")
     consecutive_reads: int = CONSECUTIVE_READS
     stop_severities: tuple[str, ...] = tuple(sorted(STOP_SEVERITIES))
+    #: the reward function that scores the task (``diagnostics.reward_hacking.gold_reward``; None: by its name)
+    gold_reward: str | None = None
 
     def __post_init__(self):
         for name in ("every", "forecast_every", "consecutive_reads"):
@@ -93,18 +95,24 @@ class LiveSettings:
         if self.stop_if_plateau_below is not None and (isinstance(self.stop_if_plateau_below, bool) or not isinstance(
                 self.stop_if_plateau_below, (int, float)) or not math.isfinite(self.stop_if_plateau_below)):
             raise InputError(f"live stop_if_plateau_below: must be a number, got {self.stop_if_plateau_below!r}")
+        if self.gold_reward is not None and not (isinstance(self.gold_reward, str) and self.gold_reward):
+            raise InputError(f"live gold_reward: must be a reward function's name, got {self.gold_reward!r}")
         if self.reward_range is not None and (len(self.reward_range) != 2
                                               or not float(self.reward_range[0]) < float(self.reward_range[1])):
             raise InputError(f"live reward_range: must be two numbers LO < HI, got {list(self.reward_range)}")
 
     def config(self) -> DiagnosticsConfig:
-        """The ``diagnostics`` config the CLI would build from ``--reward-range`` and ``--max-completion-length``."""
+        """The ``diagnostics`` config the CLI would build from ``--reward-range``, ``--max-completion-length`` and
+        ``--gold-reward``."""
         modes: dict[str, Any] = {} if self.rule_set == "ours" else {"rule_set": self.rule_set}
         if self.reward_range is not None:
             modes["reward_range"] = [float(v) for v in self.reward_range]
         if self.max_completion_length is not None:
             modes["truncation"] = {"max_completion_length": int(self.max_completion_length)}
-        return diagnostics_config({"modes": modes} if modes else {})
+        section: dict[str, Any] = {"modes": modes} if modes else {}
+        if self.gold_reward is not None:
+            section["reward_hacking"] = {"gold_reward": self.gold_reward}
+        return diagnostics_config(section)
 
     def forecasts_at(self, index: int) -> bool:
         """Whether the read numbered ``index`` (0-based) forecasts: the first and every ``forecast_every``-th."""

@@ -198,8 +198,9 @@ def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: Diagn
 
 def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = None,
                      max_completion_length: int | None = None,
-                     reward_range: Sequence[float] | None = None) -> dict[str, Any]:
-    """The ``diagnostics`` section with the command line's choices merged into ``modes`` (validated later)."""
+                     reward_range: Sequence[float] | None = None, gold_reward: str | None = None) -> dict[str, Any]:
+    """The ``diagnostics`` section with the command line's choices merged into ``modes`` and ``reward_hacking``
+    (validated later)."""
     section = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in (diagnostics or {}).items()}
     modes = dict(section.get("modes") or {})
     if rules is not None:
@@ -210,6 +211,8 @@ def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = 
         modes["truncation"] = dict(modes.get("truncation") or {}, max_completion_length=max_completion_length)
     if modes:
         section["modes"] = modes
+    if gold_reward is not None:
+        section["reward_hacking"] = dict(section.get("reward_hacking") or {}, gold_reward=gold_reward)
     return section
 
 
@@ -227,19 +230,22 @@ def run_diagnose(
     reward_range: Sequence[float] | None = None,
     allow_non_finite: bool = False,
     settings: Mapping[str, Any] | None = None,
+    gold_reward: str | None = None,
 ) -> DiagnosisReport:
     """``pgrpo diagnose LOG``: :func:`diagnose_log` with the config section validated and ``meta_json`` read first.
 
     Writes, each only when given: ``out_json`` (the verdicts: ``summary``, ``modes``, the Figures 2-5 read-outs),
     ``out_md`` (the one-page summary in Markdown), ``figure2..5`` and ``modes`` (.pdf, .png) in ``out_dir_figures``;
     ``out_dir`` gets all of them: ``verdicts.json``, ``summary.md``, ``summary.html`` and the figures. ``rules``
-    (``ours``/``toolkit``), ``max_completion_length`` and ``reward_range`` override ``diagnostics.modes``;
+    (``ours``/``toolkit``), ``max_completion_length`` and ``reward_range`` override ``diagnostics.modes``,
+    ``gold_reward`` ``diagnostics.reward_hacking``;
     ``settings`` (``eta``, ``mu``, ``k_ref``: ``--lr --beta1 --k-ref``) override the meta's, for Theorem 7;
     ``allow_non_finite`` reads NaN/infinite values as a divergence instead of refusing the log. Returns the report
     (:func:`summary_text` is what to print)."""
     from pgrpo.atomic import write_json, write_text
 
-    config = diagnostics_config(diagnose_section(diagnostics, rules, max_completion_length, reward_range))
+    config = diagnostics_config(diagnose_section(diagnostics, rules, max_completion_length, reward_range,
+                                                 gold_reward))
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None

@@ -159,7 +159,7 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
                out_json: str | None = None, meta_json: str | None = None, reward_range: Sequence[float] | None = None,
                max_completion_length: int | None = None, total_steps: float | None = None,
                quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY,
-               lag_reads: int = DEFAULT_LAG_READS) -> dict[str, Any]:
+               lag_reads: int = DEFAULT_LAG_READS, gold_reward: str | None = None) -> dict[str, Any]:
     """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
     printing one verdict line per read; ``out_json`` gets the replay's JSON. ``lag_reads``: 1 models the
     callback's default (background reads: a stop one read after the read that decided), 0 ``background=False``
@@ -170,7 +170,8 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
         meta = read_json(str(beside), "run metadata") if beside.is_file() else None
     settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                             tuple(reward_range) if reward_range else None,
-                            max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every))
+                            max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every),
+                            gold_reward=gold_reward)
     curves = log_curves(log_path, meta, None, allow_non_finite=True)
     result = replay_curves(curves, settings, total_steps, progress=not quiet, lag_reads=lag_reads)
     result.pop("_last"), result.pop("_reads")
@@ -244,7 +245,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
               max_completion_length: int | None = None, total_steps: float | None = None,
               max_reads: int | None = None, stop_on: Sequence[str] = (),
               stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
-              idle_timeout: float | None = None) -> WatchOutcome:
+              idle_timeout: float | None = None, gold_reward: str | None = None) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
     log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
@@ -258,7 +259,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
     if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
         raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
     rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
-                                 tuple(reward_range) if reward_range else None, max_completion_length)
+                                 tuple(reward_range) if reward_range else None, max_completion_length,
+                                 gold_reward=gold_reward)
     scheduled = ScheduledReads(rule_settings) if (stop_on or stop_if_plateau_below is not None) else None
     reads: list[LiveRead] = []
     theory: dict[str, Any] = {}

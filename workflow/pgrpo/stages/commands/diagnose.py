@@ -27,6 +27,9 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
     p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"),
                    help="the reward's range, if known (tells a solved task from a stuck one)")
+    p.add_argument("--gold-reward", metavar="FN", help="the reward function that scores the task: read as the "
+                                                       "held-out curve for hacking when no eval column is logged "
+                                                       "(default: the one named correct/accuracy/exact/gold/verif)")
     p.add_argument("--allow-nan", action="store_true", help="read NaN/infinite values as a divergence instead of "
                                                             "refusing the log")
     p.add_argument("--fail-on-flag", action="store_true", help="exit with status 1 when any mode is flagged")
@@ -57,6 +60,7 @@ def _diagnose(args):
                                    out_dir=args.out, rules=args.rules,
                                    max_completion_length=args.max_completion_length,
                                    reward_range=args.reward_range, allow_non_finite=args.allow_nan,
+                                   gold_reward=args.gold_reward,
                                    settings={k: v for k, v in (("eta", args.lr), ("mu", args.beta1),
                                                                ("k_ref", args.k_ref)) if v is not None})
     if not args.md:

@@ -70,6 +70,9 @@ def _run_arguments(p, total_steps: str) -> None:
     p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
     p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
     p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
+    p.add_argument("--gold-reward", metavar="FN", help="the reward function that scores the task (read as the "
+                                                       "held-out curve for hacking when no eval column is logged; "
+                                                       "default: the one named correct/accuracy/exact/gold/verif)")
     p.add_argument("--total-steps", type=float, help=f"the run's planned length ({total_steps})")
 
 
@@ -92,7 +95,7 @@ def _replay(args):
                              meta_json=args.meta, reward_range=args.reward_range,
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              quiet=args.quiet, forecast_every=args.forecast_every,
-                             lag_reads=0 if args.synchronous else 1)
+                             lag_reads=0 if args.synchronous else 1, gold_reward=args.gold_reward)
     first = ", ".join(f"{m} at step {s:g}" for m, s in result["first_flagged"].items()) or "no mode flagged"
     stopped = result["stopped"]
     decided = (f", decided by the read at step {stopped['read_step']:g}"
@@ -109,5 +112,6 @@ def _watch(args):
                              meta_json=args.meta, reward_range=args.reward_range,
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
-                             every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout)
+                             every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
+                             gold_reward=args.gold_reward)
     return outcome.exit_status
