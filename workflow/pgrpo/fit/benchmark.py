@@ -34,6 +34,8 @@ from pgrpo.fit.baselines import BASELINES, Predictive, baseline_forecast
 from pgrpo.fit.decisions import score_sweep
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext, forecast_early_window, plateau_and_t90
 from pgrpo.fit.level_guard import smoothed_level
+from pgrpo.fit.recalibration import LEVELS as RECALIBRATION_LEVELS
+from pgrpo.fit.recalibration import coverage_at_levels, coverage_key, with_recalibration
 from pgrpo.fit.truth import denoised_reference, truth_scores
 from pgrpo.fit.intervals import (
     PLATEAU_SHARE,
@@ -296,6 +298,7 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
         "interval_score80": interval_score(y_held, lo80, hi80, 0.8),
         "persistence_interval_score80": interval_score(y_held, persistence.intervals["lo80"],
                                                        persistence.intervals["hi80"], 0.8),
+        **coverage_at_levels(prediction.value_draws, y_held),
         "crps": crps_from_samples(prediction.value_draws, y_held),
         "persistence_crps": crps_from_samples(persistence.value_draws, y_held),
     })
@@ -585,7 +588,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
     out = []
     for part, split, fraction, group in scopes:
         out.extend(_summarize_scope(part, split, fraction, group, baselines))
-    return _with_decisions(out, [r for r in rows if r.get("kind") == "sweep" and r.get("success")])
+    out = _with_decisions(out, [r for r in rows if r.get("kind") == "sweep" and r.get("success")])
+    return with_recalibration(out, skip_suffix=f": {SEEDS_TRUTH}")
 
 
 DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share")
@@ -642,6 +646,7 @@ def _summarize_scope(part: str, split: str, fraction: float, group: Sequence[Map
             "noise_floor_ratio": wmed("noise_floor_ratio"),
             "ratio_to_best_baseline": _weighted_median(to_best, w),
             "coverage80": wmean("coverage80"), "coverage95": wmean("coverage95"),
+            **{coverage_key(level): wmean(coverage_key(level)) for level in RECALIBRATION_LEVELS},
             "interval_score_ratio": wmed("interval_score_ratio"), "crps_ratio": wmed("crps_ratio"),
             "plateau_abs_error_noise": wmed("plateau_abs_error_noise"),
             "t90_abs_error_share": wmed("t90_error_share", abs),

@@ -386,12 +386,27 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                     "best_baseline_plateau_error": _num(
                         by_cell.get((part, split, best), {}).get("plateau_abs_error_noise")),
                     **{key: _num(r.get(key)) for key in TRUTH_FACTS},
+                    **_recalibration_facts(r),
                     "truth_kind": r.get("truth_kind") or None, "sweeps": _num(r.get("sweeps")),
                     **{f"hindsight_{key}": _num(hindsight.get(key)) for key in HINDSIGHT_TRUTH_FACTS},
                     **{f"family_{key}": _num(family.get(key)) for key in FAMILY_TRUTH_FACTS},
                     **{f"panel_{key}": _num(panel.get(key)) for key in PANEL_TRUTH_FACTS},
                     "fraction": fraction})
     return in_part_order(out)
+
+
+def _recalibration_facts(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The calibration bound of a cell (:func:`pgrpo.fit.recalibration.with_recalibration`): the level one
+    recalibration for the whole split would read the forecaster's predictive at to bring this cell within the target,
+    its coverage there, the split's other cells then outside it, and whether none is; None where the cell has no
+    such reading (the overall rows)."""
+    if "recalibrated_level" not in row:
+        return {"recalibrated_level": None, "recalibrated_coverage": None, "recalibrated_out": None,
+                "recalibrated_reach": None}
+    return {"recalibrated_level": _num(row.get("recalibrated_level")),
+            "recalibrated_coverage": _num(row.get("recalibrated_coverage")),
+            "recalibrated_out": str(row.get("recalibrated_out") or ""),
+            "recalibrated_reach": bool(row.get("recalibrated_reach"))}
 
 
 def diagnose_benchmark_facts(summary_csv: str) -> list[dict]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from pgrpo.fit.recalibration import recalibration_reading
 from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
@@ -500,7 +501,8 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             stop_text = "n/a"
         cover = c.get("coverage80")
         cover_text = _target(_pct0(cover), finite_number(cover) and lo <= cover <= hi,
-                             "a calibration target: no bound") if finite_number(cover) else "n/a"
+                             recalibration_reading(c) or "a calibration target: no bound") if finite_number(
+            cover) else "n/a"
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"],
                      _cell(c.get("truth_kind") or "n/a"), _pct0(c.get("truth_moves")), mean_curve, plateau_text,
                      _pct0(c.get("plateau_covered80")), fmt(c.get("sweeps"), ".0f"), pairs_text, stop_text,

@@ -1,0 +1,115 @@
+"""A bound on calibration (issue 21, item 2: 80% intervals covering 70-90% of the held-out logged values in every
+family): the forecaster's own predictive read at one other central level for every curve of a split, chosen in
+hindsight (beyond the paper; the scores of :mod:`pgrpo.fit.intervals`).
+
+A recalibration, however it is fitted (a conformal correction, a width factor learnt on dev), can only move the
+level at which the forecaster's predictive is read; one level serves every curve, since a curve's family is not
+known when it is forecast. :func:`coverage_at_levels` scores each curve's predictive at the levels of
+:data:`LEVELS`; :func:`with_recalibration` then asks, per calibration cell (a part or a generated family of a
+split): at which level is this cell within the target, and how many of the split's other cells leave it there? A
+cell that cannot be brought in without another leaving is out of reach of any recalibration of this forecaster:
+its families' early windows look alike and their futures differ, so only an interval of another shape (one that
+knows the family) could cover both. A cell that can is in reach, and the level says how.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+#: the central levels each curve's predictive is read at (0.8: the reported one)
+LEVELS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+
+#: issue 21's calibration target for the 80% interval: the share of held-out logged values it covers
+CALIBRATION_TARGET: tuple[float, float] = (0.70, 0.90)
+
+
+def coverage_key(level: float) -> str:
+    """The column of a curve's (and a cell's mean) coverage at ``level``: ``coverage_at_95``."""
+    return f"coverage_at_{round(100 * level)}"
+
+
+def coverage_at_levels(value_draws: np.ndarray, observed: np.ndarray,
+                       levels: Sequence[float] = LEVELS) -> dict[str, float]:
+    """The share of ``observed`` (the held-out logged values) inside the central ``level`` interval of the draws of
+    the logged value at each step (``value_draws``: draws x steps), per level of ``levels``."""
+    draws = np.asarray(value_draws, float)
+    y = np.asarray(observed, float)
+    out = {}
+    for level in levels:
+        lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        ok = np.isfinite(y)
+        out[coverage_key(level)] = float(np.mean((y[ok] >= lo[ok]) & (y[ok] <= hi[ok]))) if ok.any() else float(
+            "nan")
+    return out
+
+
+def _within(value: Any, target: tuple[float, float]) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and target[0] <= value <= target[1]
+
+
+def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster",
+                       target: tuple[float, float] = CALIBRATION_TARGET,
+                       excluded: Sequence[str] = ("overall",), levels: Sequence[float] = LEVELS,
+                       skip_suffix: str | None = None) -> list[dict[str, Any]]:
+    """The summary rows, each of ``method``'s rows of a calibration cell (every part and family of a split at a
+    fraction, but ``excluded`` parts and parts ending in ``skip_suffix``, which repeat another cell's forecasts)
+    given ``recalibrated_level`` (the level, among ``levels``, at which the cell is within ``target`` with the
+    fewest of the split's other cells outside it, the nearest to 0.8 among equals; NaN where no level brings it
+    in), ``recalibrated_coverage`` (its coverage there), ``recalibrated_out`` (the other cells outside the target
+    at that level, ``part (coverage)`` joined by ``; ``) and ``recalibrated_reach`` (a level brings it in with no
+    other cell out)."""
+    def is_cell(row: Mapping[str, Any]) -> bool:
+        part = str(row.get("part", ""))
+        return (row.get("method") == method and part not in excluded
+                and not (skip_suffix and part.endswith(skip_suffix)))
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in summary:
+        if is_cell(row):
+            groups.setdefault((row["split"], row["fraction"]), []).append(row)
+    for rows in groups.values():
+        for row in rows:
+            best = None
+            for level in levels:
+                own = row.get(coverage_key(level))
+                if not _within(own, target):
+                    continue
+                out = [(other["part"], other.get(coverage_key(level))) for other in rows
+                       if other is not row and not _within(other.get(coverage_key(level)), target)
+                       and isinstance(other.get(coverage_key(level)), (int, float))
+                       and math.isfinite(other.get(coverage_key(level)))]
+                key = (len(out), abs(level - 0.8))
+                if best is None or key < best[0]:
+                    best = (key, level, own, out)
+            if best is None:
+                row.update({"recalibrated_level": float("nan"), "recalibrated_coverage": float("nan"),
+                            "recalibrated_out": "", "recalibrated_reach": False})
+                continue
+            _, level, own, out = best
+            row.update({"recalibrated_level": level, "recalibrated_coverage": own,
+                        "recalibrated_out": "; ".join(f"{part} ({100 * value:.0f}%)" for part, value in out),
+                        "recalibrated_reach": not out})
+    return summary
+
+
+def recalibration_reading(row: Mapping[str, Any], target: tuple[float, float] = CALIBRATION_TARGET) -> str:
+    """In words, for a cell whose coverage misses ``target``: what one level for the whole split, chosen in
+    hindsight, does (empty where the row has no such reading)."""
+    if row.get("recalibrated_out") is None:  # a row without the reading (an overall row, older results)
+        return ""
+    level = row.get("recalibrated_level")
+    lo, hi = target
+    if not (isinstance(level, (int, float)) and math.isfinite(level)):
+        return (f"no central level of the forecaster's predictive puts it within {lo:.0%}-{hi:.0%}: out of reach "
+                "of any recalibration of this forecaster")
+    head = (f"read at {100 * level:.0f}% instead, one level for every curve of the split chosen in hindsight, it "
+            f"covers {100 * float(row['recalibrated_coverage']):.0f}%")
+    if row.get("recalibrated_reach"):
+        return f"{head} with every other cell of the split within {lo:.0%}-{hi:.0%}: in reach of a recalibration"
+    others = str(row["recalibrated_out"])
+    verb = "fall" if "; " in others else "falls"
+    return (f"{head}, but then {others} {verb} outside {lo:.0%}-{hi:.0%}: out of reach of any recalibration of this "
+            "forecaster")
