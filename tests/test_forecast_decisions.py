@@ -428,8 +428,8 @@ def test_real_logs_of_one_study_are_a_sweep():
         return Curve(f"{name}/reward", "real", split, "reward", np.arange(0, last + 1, 10.0), np.zeros(last // 10 + 1))
 
     curves = with_study_sweeps([curve("sun_a", 200), curve("sun_b", 200), curve("sun_c", 400), curve("ann_a", 200),
-                                curve("sun_d", 200, "holdout")])
-    assert [c.sweep for c in curves] == ["real/sun/reward@200", "real/sun/reward@200", None, None, None]
+                                curve("sun_d", 200, "holdout"), curve("sun_e", 200, "holdout")])
+    assert [c.sweep for c in curves] == ["real/sun/reward@200/dev"] * 2 + [None] * 2 + ["real/sun/reward@200/holdout"] * 2
 
 
 def test_a_predictive_moves_onto_another_grid_by_linear_interpolation():

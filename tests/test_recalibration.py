@@ -66,5 +66,13 @@ def test_a_cell_repeating_another_cells_forecasts_is_left_out(suffix):
     rows = [_cell("workflow", "dev", l80=0.95, l90=0.97), _cell("workflow" + suffix, "dev", l80=0.95, l90=0.97),
             _cell("bandit", "dev", l80=0.85, l90=0.89)]
     out = with_recalibration(rows, levels=(0.8, 0.9), skip_suffix=suffix)
-    assert "recalibrated_level" not in out[1]
     assert math.isnan(out[0]["recalibrated_level"])  # 95% and 97%: no level on this grid brings it in
+    assert out[1]["recalibrated_out"] == out[0]["recalibrated_out"] == ""  # the repeat reads as its cell
+    assert math.isnan(out[1]["recalibrated_level"])  # ... and bandit is not counted twice against it
+
+
+def test_a_coverage_at_a_bound_is_shown_with_a_decimal():
+    from pgrpo.tables.forecast_benchmark import coverage_percent
+
+    assert coverage_percent(0.9041) == "90.4%" and coverage_percent(0.9) == "90%"
+    assert coverage_percent(0.6962) == "69.6%" and coverage_percent(0.8549) == "85%"

@@ -55,7 +55,8 @@ def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster"
                        excluded: Sequence[str] = ("overall",), levels: Sequence[float] = LEVELS,
                        skip_suffix: str | None = None) -> list[dict[str, Any]]:
     """The summary rows, each of ``method``'s rows of a calibration cell (every part and family of a split at a
-    fraction, but ``excluded`` parts and parts ending in ``skip_suffix``, which repeat another cell's forecasts)
+    fraction, but ``excluded`` parts and parts ending in ``skip_suffix``, which repeat another cell's forecasts and
+    take its reading)
     given ``recalibrated_level`` (the level, among ``levels``, at which the cell is within ``target`` with the
     fewest of the split's other cells outside it, the nearest to 0.8 among equals; NaN where no level brings it
     in), ``recalibrated_coverage`` (its coverage there), ``recalibrated_out`` (the other cells outside the target
@@ -92,6 +93,14 @@ def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster"
             row.update({"recalibrated_level": level, "recalibrated_coverage": own,
                         "recalibrated_out": "; ".join(f"{part} ({100 * value:.0f}%)" for part, value in out),
                         "recalibrated_reach": not out})
+    if skip_suffix:  # a cell that repeats another's forecasts reads as that one does
+        for row in summary:
+            part = str(row.get("part", ""))
+            if row.get("method") == method and part.endswith(skip_suffix):
+                base = next((other for other in groups.get((row["split"], row["fraction"]), [])
+                             if other["part"] == part[:-len(skip_suffix)]), None)
+                if base is not None and "recalibrated_level" in base:
+                    row.update({k: base[k] for k in base if k.startswith("recalibrated_")})
     return summary
 
 

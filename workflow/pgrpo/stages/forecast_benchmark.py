@@ -248,11 +248,12 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
 
 def with_study_sweeps(curves: list[Curve]) -> list[Curve]:
     """The real logs that are runs of one study, as a sweep: the same author (the file name's first word), column,
-    length (last step) and split, two runs or more."""
+    length (last step) and split, two runs or more; the sweep's name says each (a study with runs in both splits
+    is two sweeps)."""
     def study(curve: Curve) -> tuple[tuple, str]:
         author = curve.id.split("/")[0].split("_")[0]
         return ((author, curve.column, float(curve.steps[-1]), curve.split),
-                f"real/{author}/{curve.column}@{float(curve.steps[-1]):g}")
+                f"real/{author}/{curve.column}@{float(curve.steps[-1]):g}/{curve.split}")
 
     return with_sweeps(curves, study)
 

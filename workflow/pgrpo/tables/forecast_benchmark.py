@@ -66,7 +66,7 @@ def truth_verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "for
         bound, best = cubic.get((r["part"], r["split"]), {}), panel.get((r["part"], r["split"]), {})
         covered = lo <= r["coverage80"] <= hi
         recalibrated = "" if covered else recalibration_reading(r)
-        checks = [(covered, f"80% interval covers {_f(100 * r['coverage80'], 0)}% of the held-out logged values "
+        checks = [(covered, f"80% interval covers {coverage_percent(r['coverage80'])} of the held-out logged values "
                             f"(target {lo:.0%}-{hi:.0%}{'; ' + recalibrated if recalibrated else ''})")]
         moving = r.get("moving_mean_rmse_ratio")
         if finite_number(moving):
@@ -105,6 +105,17 @@ def _panel_note(value: Any, target: float) -> str:
         return ""
     return (f"; the best of the forecasts, chosen per curve in hindsight, is at {value:.3f} x: "
             + ("in reach" if value <= target else "out of the reach of every forecast here"))
+
+
+def coverage_percent(value: Any, target: tuple[float, float] = TARGET_COVERAGE) -> str:
+    """A coverage as a whole percent, with one decimal where the whole percent would read as a bound of ``target``
+    that the value misses (0.904: "90.4%", not a "90%" marked not met)."""
+    if value is None or not finite_number(value):
+        return "n/a"
+    whole = round(100 * value)
+    if whole in (round(100 * target[0]), round(100 * target[1])) and not target[0] <= value <= target[1]:
+        return f"{100 * value:.1f}%"
+    return f"{whole:.0f}%"
 
 
 def _f(value: Any, digits: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pgrpo.fit.recalibration import recalibration_reading
 from pgrpo.tables.diagnose_benchmark import summary_table
-from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
+from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, coverage_percent, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
                                              TARGET_STOP_LOSS, TARGET_STOP_SAVED)
 from pgrpo.tables.live_benchmark import split_table as live_split_table
@@ -500,7 +500,7 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         else:
             stop_text = "n/a"
         cover = c.get("coverage80")
-        cover_text = _target(_pct0(cover), finite_number(cover) and lo <= cover <= hi,
+        cover_text = _target(coverage_percent(cover), finite_number(cover) and lo <= cover <= hi,
                              recalibration_reading(c) or "a calibration target: no bound") if finite_number(
             cover) else "n/a"
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"],
