@@ -319,11 +319,16 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
         row["reward"] += row["rewards/exact_match/mean"]
     several = diagnose(write_log(tmp_path, "two_gold", rows)).to_dict()["modes"]["hacking"]
     assert several["flagged"] is None and "several reward functions" in several["reason"]
+    for row in rows:  # a penalty named "incorrect..." is no gold term: the one gold name is back to one function
+        row["rewards/incorrect_answer_penalty/mean"] = row.pop("rewards/exact_match/mean")
+    one = diagnose_log(str(write_log(tmp_path, "penalty", rows)), config=diagnostics_config(
+        {"reward_hacking": {"gold_names": ["Correct"]}})).to_dict()["modes"]["hacking"]
+    assert one["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
     with pytest.raises(InputError, match="gold_reward"):
         diagnostics_config({"reward_hacking": {"gold_reward": 3}})
 
 
-@pytest.mark.parametrize("tokens, expected", [(3.0, True), (110.0, False)])
+@pytest.mark.parametrize("tokens, expected", [(3.0, True), (0.0, True), (110.0, False)])
 def test_a_short_length_collapse_counts_by_its_depth(tmp_path, tokens, expected):
     """A collapse that resolved, 3 of 40 logged points long (under ``min_episode_fraction`` = 10% of the points)
     with the reward falling: down to a few tokens it is flagged (each point weighted by its depth, up to 1 /

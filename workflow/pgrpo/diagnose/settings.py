@@ -25,8 +25,8 @@ class RewardHackingConfig:
     min_window_points: int = 3  # points a window needs (each of train and eval) for a slope
     min_rise_over_noise: float = 2.0  # a fitted rise R_inf - R0 smaller than this x residual s.d. is unresolved
     # without an eval column, the reward function that scores the task itself stands in for the held-out curve
-    # (a reward of two or more functions): this one by name, else the one whose name holds one of gold_names and
-    # not "format"
+    # (a reward of two or more functions): this one by name, else the one with a word of its name that begins
+    # with one of gold_names (any case) and none that begins with "format"
     gold_reward: str | None = None
     gold_names: tuple[str, ...] = ("correct", "accura", "exact", "gold", "verif")
 

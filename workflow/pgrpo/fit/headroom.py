@@ -41,12 +41,14 @@ def has_started(y_early: np.ndarray, level_at_cut: float) -> bool:
 
 
 def rise_by_headroom(n: int, grid: np.ndarray, headroom: float, coins: np.ndarray,
-                     rng: np.random.Generator) -> np.ndarray:
+                     rng: np.random.Generator, onset: np.ndarray | None = None) -> np.ndarray:
     """The rise added to ``n`` draws on the steps ``grid`` of a curve that has not started: ``headroom`` from an
-    onset uniform over the steps ahead, in the draws whose coin (``coins``, cycled; True with
-    :data:`RISE_PROBABILITY`) says the next stage begins within the horizon, nothing in the others."""
-    onset = rng.uniform(grid[0], grid[-1], n)
-    return (headroom * coins[np.arange(n) % coins.size])[:, None] * (grid[None, :] >= onset[:, None])
+    onset uniform over the steps ahead (``onset``: given, one per draw), in the draws whose coin (``coins``,
+    cycled; True with :data:`RISE_PROBABILITY`) says the next stage begins within the horizon, nothing in the
+    others."""
+    if onset is None:
+        onset = rng.uniform(grid[0], grid[-1], n)
+    return (headroom * coins[np.arange(n) % coins.size])[:, None] * (grid[None, :] >= np.asarray(onset)[:n, None])
 
 
 def waiting_reward(prediction: Predictive, y_early: np.ndarray, level_at_cut: float,
@@ -64,13 +66,14 @@ def waiting_reward(prediction: Predictive, y_early: np.ndarray, level_at_cut: fl
     headroom = max(hi - float(level_at_cut), 0.0)
     if not headroom > 0:
         return prediction
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, 1])  # a stream of its own, not the forecaster's
     coins = rng.uniform(0.0, 1.0, 1 << 16) < RISE_PROBABILITY
     grid = prediction.steps
-    mean_d = np.clip(prediction.mean_draws + rise_by_headroom(prediction.mean_draws.shape[0], grid, headroom,
-                                                              coins, rng), lo, hi)
-    value_d = np.clip(prediction.value_draws + rise_by_headroom(prediction.value_draws.shape[0], grid, headroom,
-                                                                coins, rng), lo, hi)
+    # draw i of the mean curve and of the logged value (its noise around that mean) rise together
+    n_mean, n_value = prediction.mean_draws.shape[0], prediction.value_draws.shape[0]
+    onset = rng.uniform(grid[0], grid[-1], max(n_mean, n_value))
+    mean_d = np.clip(prediction.mean_draws + rise_by_headroom(n_mean, grid, headroom, coins, rng, onset), lo, hi)
+    value_d = np.clip(prediction.value_draws + rise_by_headroom(n_value, grid, headroom, coins, rng, onset), lo, hi)
     details = dict(prediction.details or {})
     details["waiting"] = {"level_at_cut": float(level_at_cut), "headroom": headroom,
                           "rise_probability": RISE_PROBABILITY}

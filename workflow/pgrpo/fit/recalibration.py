@@ -9,7 +9,8 @@ known when it is forecast. :func:`coverage_at_levels` scores each curve's predic
 split): at which level is this cell within the target, and how many of the split's other cells leave it there? A
 cell that cannot be brought in without another leaving is out of reach of any recalibration of this forecaster:
 its families' early windows look alike and their futures differ, so only an interval of another shape (one that
-knows the family) could cover both. A cell that can is in reach, and the level says how.
+knows the family) could cover both. A cell that can is in reach, and the level says how. (Cells already outside the
+target at 80% do not count against another: each has its own reading.)
 """
 
 from __future__ import annotations
@@ -50,49 +51,67 @@ def _within(value: Any, target: tuple[float, float]) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and target[0] <= value <= target[1]
 
 
+def coverage_percent(value: Any, target: tuple[float, float] = CALIBRATION_TARGET) -> str:
+    """A coverage as a whole percent, with one decimal where the whole percent would read as a bound of ``target``
+    that the value misses (0.904: "90.4%", not a "90%" marked not met)."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        return "n/a"
+    whole = round(100 * value)
+    if whole in (round(100 * target[0]), round(100 * target[1])) and not target[0] <= value <= target[1]:
+        return f"{100 * value:.1f}%"
+    return f"{whole:.0f}%"
+
+
 def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster",
                        target: tuple[float, float] = CALIBRATION_TARGET,
                        excluded: Sequence[str] = ("overall",), levels: Sequence[float] = LEVELS,
-                       skip_suffix: str | None = None) -> list[dict[str, Any]]:
+                       skip_suffix: str | None = None, reported: float = 0.8) -> list[dict[str, Any]]:
     """The summary rows, each of ``method``'s rows of a calibration cell (every part and family of a split at a
-    fraction, but ``excluded`` parts and parts ending in ``skip_suffix``, which repeat another cell's forecasts and
-    take its reading)
-    given ``recalibrated_level`` (the level, among ``levels``, at which the cell is within ``target`` with the
-    fewest of the split's other cells outside it, the nearest to 0.8 among equals; NaN where no level brings it
-    in), ``recalibrated_coverage`` (its coverage there), ``recalibrated_out`` (the other cells outside the target
-    at that level, ``part (coverage)`` joined by ``; ``) and ``recalibrated_reach`` (a level brings it in with no
-    other cell out)."""
+    fraction, but ``excluded`` parts; parts ending in ``skip_suffix`` repeat another cell's forecasts and take its
+    reading) given ``recalibrated_level`` (the level, among ``levels``, at which the cell is within ``target`` with
+    the fewest of the split's other cells leaving it, the nearest to ``reported`` among equals; NaN where no level
+    brings it in), ``recalibrated_coverage`` (its coverage there), ``recalibrated_out`` (the cells that leave: within
+    the target at the ``reported`` level and outside it at that one, ``part (coverage there)`` joined by ``; ``) and
+    ``recalibrated_reach`` (a level brings it in and none leaves). A part whose generated families are cells of their
+    own is their union: it is not counted beside them, nor are its own families counted against it. A cell without
+    coverage at the levels (results written before they were scored) gets no reading."""
     def is_cell(row: Mapping[str, Any]) -> bool:
         part = str(row.get("part", ""))
         return (row.get("method") == method and part not in excluded
-                and not (skip_suffix and part.endswith(skip_suffix)))
+                and not (skip_suffix and part.endswith(skip_suffix))
+                and any(isinstance(row.get(coverage_key(level)), (int, float))
+                        and math.isfinite(row.get(coverage_key(level))) for level in levels))
 
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in summary:
         if is_cell(row):
             groups.setdefault((row["split"], row["fraction"]), []).append(row)
     for rows in groups.values():
+        parents = {str(r["part"]).split(": ")[0] for r in rows if ": " in str(r["part"])}
         for row in rows:
+            part = str(row["part"])
+            others = [o for o in rows if o is not row and str(o["part"]) not in parents
+                      and not (part in parents and str(o["part"]).startswith(f"{part}: "))]
+            was_in = [o for o in others if _within(o.get(coverage_key(reported)), target)]
             best = None
             for level in levels:
                 own = row.get(coverage_key(level))
                 if not _within(own, target):
                     continue
-                out = [(other["part"], other.get(coverage_key(level))) for other in rows
-                       if other is not row and not _within(other.get(coverage_key(level)), target)
-                       and isinstance(other.get(coverage_key(level)), (int, float))
-                       and math.isfinite(other.get(coverage_key(level)))]
-                key = (len(out), abs(level - 0.8))
+                leave = [(o["part"], o.get(coverage_key(level))) for o in was_in
+                         if not _within(o.get(coverage_key(level)), target)]
+                key = (len(leave), abs(level - reported), level)
                 if best is None or key < best[0]:
-                    best = (key, level, own, out)
+                    best = (key, level, own, leave)
             if best is None:
                 row.update({"recalibrated_level": float("nan"), "recalibrated_coverage": float("nan"),
                             "recalibrated_out": "", "recalibrated_reach": False})
                 continue
-            _, level, own, out = best
+            _, level, own, leave = best
             row.update({"recalibrated_level": level, "recalibrated_coverage": own,
-                        "recalibrated_out": "; ".join(f"{part} ({100 * value:.0f}%)" for part, value in out),
-                        "recalibrated_reach": not out})
+                        "recalibrated_out": "; ".join(f"{name} ({coverage_percent(value, target)})"
+                                                      for name, value in leave),
+                        "recalibrated_reach": not leave})
     if skip_suffix:  # a cell that repeats another's forecasts reads as that one does
         for row in summary:
             part = str(row.get("part", ""))
@@ -115,10 +134,11 @@ def recalibration_reading(row: Mapping[str, Any], target: tuple[float, float] = 
         return (f"no central level of the forecaster's predictive puts it within {lo:.0%}-{hi:.0%}: out of reach "
                 "of any recalibration of this forecaster")
     head = (f"read at {100 * level:.0f}% instead, one level for every curve of the split chosen in hindsight, it "
-            f"covers {100 * float(row['recalibrated_coverage']):.0f}%")
+            f"covers {coverage_percent(float(row['recalibrated_coverage']), target)}")
     if row.get("recalibrated_reach"):
-        return f"{head} with every other cell of the split within {lo:.0%}-{hi:.0%}: in reach of a recalibration"
+        return (f"{head} and no other cell of the split within {lo:.0%}-{hi:.0%} at 80% leaves it: in reach of a "
+                "recalibration")
     others = str(row["recalibrated_out"])
     verb = "fall" if "; " in others else "falls"
-    return (f"{head}, but then {others} {verb} outside {lo:.0%}-{hi:.0%}: out of reach of any recalibration of this "
-            "forecaster")
+    return (f"{head}, but then {others}, within {lo:.0%}-{hi:.0%} at 80%, {verb} outside it: out of reach of any "
+            "recalibration of this forecaster")

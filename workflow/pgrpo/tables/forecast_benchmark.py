@@ -9,7 +9,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, PANEL, SEEDS_TRUTH, STAGED
-from pgrpo.fit.recalibration import CALIBRATION_TARGET, recalibration_reading
+from pgrpo.fit.recalibration import CALIBRATION_TARGET, coverage_percent, recalibration_reading
 from pgrpo.tables.render import finite_number, markdown_table
 
 #: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")
@@ -105,17 +105,6 @@ def _panel_note(value: Any, target: float) -> str:
         return ""
     return (f"; the best of the forecasts, chosen per curve in hindsight, is at {value:.3f} x: "
             + ("in reach" if value <= target else "out of the reach of every forecast here"))
-
-
-def coverage_percent(value: Any, target: tuple[float, float] = TARGET_COVERAGE) -> str:
-    """A coverage as a whole percent, with one decimal where the whole percent would read as a bound of ``target``
-    that the value misses (0.904: "90.4%", not a "90%" marked not met)."""
-    if value is None or not finite_number(value):
-        return "n/a"
-    whole = round(100 * value)
-    if whole in (round(100 * target[0]), round(100 * target[1])) and not target[0] <= value <= target[1]:
-        return f"{100 * value:.1f}%"
-    return f"{whole:.0f}%"
 
 
 def _f(value: Any, digits: int) -> str:

@@ -86,7 +86,7 @@ def length_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict
                                   max_gap=length.window, values=length.smooth)
     numbers = {"length_early": early, "length_late": late, "length_ratio": ratio, "threshold_length": level}
     text = f"mean length {fmt(early)} -> {fmt(late)} tokens ({pct(ratio - 1)}; collapse at <= {pct(-cfg.length_drop)})"
-    long = [e for e in episodes if e["end"] is None or depth_weighted_points(length.steps, margin, e)
+    long = [e for e in episodes if e["end"] is None or depth_weighted_points(length.steps, margin, e, cfg.length_drop)
             >= config.modes.min_episode_fraction * length.n]
     if not long:
         return clear(LENGTH_COLLAPSE, "length stable" if abs(ratio - 1) < cfg.length_drop / 2 else
@@ -109,12 +109,14 @@ def length_collapse(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict
                    episodes=kept)
 
 
-def depth_weighted_points(steps: np.ndarray, margin: np.ndarray, e: dict) -> float:
-    """The logged points of a resolved episode, each weighted by how far below the threshold it goes (its margin:
-    1 at the threshold, ``1 / length_drop`` at zero length), so that a short collapse to a few tokens counts as
-    much as a longer one at the threshold."""
+def depth_weighted_points(steps: np.ndarray, margin: np.ndarray, e: dict, length_drop: float) -> float:
+    """The logged points of a resolved episode, each weighted by how far below the threshold it goes (its margin,
+    at least 1, so a point bridged over a gap or just under the threshold counts as one: 1 at the threshold,
+    ``1 / length_drop`` at zero length, and so for a length logged as zero or below), so that a short collapse to a
+    few tokens counts as much as a longer one at the threshold."""
     inside = (steps >= e["start"]) & (steps <= e["end"])
-    return float(np.sum(np.clip(np.nan_to_num(margin[inside], posinf=0.0), 0.0, None)))
+    depth = np.nan_to_num(margin[inside], nan=1.0, posinf=1.0 / length_drop, neginf=1.0)
+    return float(np.sum(np.maximum(depth, 1.0)))
 
 
 def reward_over(reward: Curve, start: float, end: float | None, z: float) -> dict:

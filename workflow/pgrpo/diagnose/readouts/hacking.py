@@ -10,6 +10,7 @@ that gold term stays put is the hacking signature of Figure 2 with the gold term
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -84,8 +85,9 @@ def rolling_coupling_ratio(
 
 def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None, str]:
     """The reward function that scores the task itself, as ``(column, how it was chosen)``: ``gold_reward`` when
-    declared (its column ``rewards/<fn>/mean``, or the name as given), else the one ``rewards/<fn>/mean`` whose name
-    holds one of ``gold_names`` and not ``format``; ``(None, why not)`` when the reward has fewer than two functions,
+    declared (its column ``rewards/<fn>/mean``, or the name as given), else the one ``rewards/<fn>/mean`` with a word
+    of its name (split at anything but letters and digits, lower case) that begins with one of ``gold_names``
+    (``correctness_reward_func``, ``accuracy``; not ``incorrect_penalty``) and none that begins with ``format``; ``(None, why not)`` when the reward has fewer than two functions,
     none or several match, or the declared one was not logged."""
     functions = [c for c in curves.frame.columns
                  if c.startswith("rewards/") and c.endswith("/mean") and curves.has(c)]
@@ -96,9 +98,11 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
         return None, f"the declared gold reward {cfg.gold_reward!r} was not logged"
     if len(functions) < 2:
         return None, "no eval column and fewer than two reward functions logged"
-    names = {c: c[len("rewards/"):-len("/mean")].lower() for c in functions}
-    matches = [c for c, name in names.items()
-               if any(word in name for word in cfg.gold_names) and "format" not in name]
+    words = [word.lower() for word in cfg.gold_names]
+    tokens = {c: re.findall(r"[a-z0-9]+", c[len("rewards/"):-len("/mean")].lower()) for c in functions}
+    matches = [c for c, parts in tokens.items()
+               if any(part.startswith(word) for part in parts for word in words)
+               and not any(part.startswith("format") for part in parts)]
     if len(matches) != 1:
         return None, ("no reward function named as scoring the task" if not matches else
                       f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
