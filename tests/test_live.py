@@ -5,6 +5,7 @@ of the tiny model (a zero reward stopped by ``stop_on=["degeneracy"]``, the real
 from __future__ import annotations
 
 import json
+import dataclasses
 import math
 import subprocess
 import sys
@@ -180,7 +181,9 @@ def test_replay_flags_a_planted_stuck_run_early_and_reads_only_what_was_logged(t
     assert json.loads((tmp_path / "replay.json").read_text())["every"] == 10
     last = case["log_history"][-1]["step"]
     assert result["stopped"]["mode"] == "degeneracy"
-    assert result["stopped"]["step"] <= 0.1 * last  # within the first tenth of a 300-step run
+    # the stuck phase (from step 1) counts toward a stop once it has lasted 10% of the 300-step run (reads at 40 and
+    # 50), and the background applies the decision one read later: step 60, a fifth of the run
+    assert result["stopped"]["read_step"] == 50.0 and result["stopped"]["step"] == 60.0 <= 0.2 * last
     for read in result["reads"]:
         for verdict in read["modes"].values():
             assert verdict["onset_step"] is None or verdict["onset_step"] <= read["step"]
@@ -309,17 +312,19 @@ def test_replay_cli_prints_one_line_and_writes_json(tmp_path):
                            "--stop-on", "degeneracy", "--json", str(tmp_path / "r.json"), "--quiet"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "stopped at step 30, decided by the read at step 20" in done.stdout  # the callback's default: one later
+    # a 100-step log: the phase from step 1 counts from the read at 20 (10% of the run), the stop is decided at 30
+    # and, the callback's default, applied one read later
+    assert "stopped at step 40, decided by the read at step 30" in done.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     assert set(result) >= {"every", "lag_reads", "reads", "first_flagged", "stopped"}
     done = subprocess.run([sys.executable, "-m", "pgrpo", "replay", str(paths["wandb_csv"]), "--every", "10",
                            "--stop-on", "degeneracy", "--json", str(tmp_path / "s.json"), "--quiet", "--synchronous"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "(synchronous)" in done.stdout and "stopped at step 20 (" in done.stdout
+    assert "(synchronous)" in done.stdout and "stopped at step 30 (" in done.stdout
     synchronous = json.loads((tmp_path / "s.json").read_text())
     assert synchronous["lag_reads"] == 0 and synchronous["stopped"]["step"] == synchronous["stopped"]["read_step"]
-    assert synchronous["stopped"]["read_step"] == result["stopped"]["read_step"] == 20.0
+    assert synchronous["stopped"]["read_step"] == result["stopped"]["read_step"] == 30.0
 
 
 def test_replay_models_the_background_lag_a_stop_one_read_after_the_deciding_read(tmp_path):
@@ -351,8 +356,10 @@ def test_a_background_decision_at_the_last_read_before_the_end_stops_nothing(tmp
     decided = run_replay(str(path), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0)["stopped"]["step"]
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps([e for e in history if e["step"] <= decided + 6]))
-    assert run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0)["stopped"]["step"] == decided
-    background = run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True)
+    # the run's planned length stays 300 (a stuck phase counts once it has lasted a tenth of it)
+    assert run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True, lag_reads=0,
+                      total_steps=300)["stopped"]["step"] == decided
+    background = run_replay(str(cut), every=4, stop_on=["degeneracy"], quiet=True, total_steps=300)
     assert background["stopped"] is None
     assert [r["step"] for r in background["reads"]][-2:] == [decided, decided + 6]
 
@@ -634,3 +641,27 @@ def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones
 
     report_only = read_curves(silent, LiveSettings(every=10), total_steps=200)
     assert report_only.summed_plateau is None and "components" not in report_only.forecast
+
+
+def test_a_slow_start_at_the_floor_is_not_stopped_as_a_stuck_run():
+    """A phase mode stops only once its ongoing phase has lasted ``min_episode_fraction`` (10%) of the planned run:
+    zero-spread groups at the reward's floor flagged at the reads of steps 10 and 20 of a 250-step run (a phase from
+    step 1, 19 steps long at the second read, under the 24.9 steps of a tenth) stop nothing; the same flags at 30
+    and 40 (a phase of 39 steps) stop at 40. Instability, whose bursts are events, is not held back."""
+    def read(step, mode="degeneracy", onset=1.0):
+        verdict = {"flagged": True, "severity": "medium", "active": True, "onset_step": onset,
+                   "episodes": [{"start": onset, "end": None}]}
+        return LiveRead(step, diagnosis={"modes": {mode: verdict}}, total_steps=250.0, first_step=1.0)
+
+    rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
+    assert rules.update(read(10.0)) is None and rules.update(read(20.0)) is None
+    assert rules.update(read(30.0)) is None
+    stopped = rules.update(read(40.0))
+    assert stopped is not None and stopped.step == 40.0 and stopped.mode == "degeneracy"
+    burst = StopRules(LiveSettings(stop_on=("instability",)))
+    assert burst.update(read(10.0, "instability")) is None
+    assert burst.update(read(20.0, "instability")).mode == "instability"
+    unknown = StopRules(LiveSettings(stop_on=("degeneracy",)))  # no planned length: no hold
+    plain = LiveRead(10.0, diagnosis={"modes": {"degeneracy": {"flagged": True, "severity": "medium",
+                                                               "onset_step": 1.0}}})
+    assert unknown.update(plain) is None and unknown.update(dataclasses.replace(plain, step=20.0)) is not None

@@ -39,6 +39,11 @@ CONSECUTIVE_READS = 2
 #: collapsing or concentrating phase) a flag whose last episode has ended, the run recovered, stops nothing
 RECURRING_MODES = frozenset({"instability"})
 
+#: modes whose failure is a phase that a post-hoc diagnosis flags only once it has lasted ``modes.min_episode_fraction``
+#: of the run (a stuck phase, a phase at the length cap, a length collapse): live, a stop waits until the ongoing
+#: phase has lasted that share of the planned run, so a slow start at the reward's floor is not stopped as a stuck run
+PHASE_MODES = frozenset({"degeneracy", "truncation", "length_collapse"})
+
 #: the pseudo-mode of the plateau stop rule in ``stop.json``
 PLATEAU_RULE = "plateau_below"
 
@@ -204,6 +209,9 @@ class LiveRead:
     errors: list[str] = field(default_factory=list)
     #: the step the forecast was made at: this read's step, an earlier read's (carried forward), or None (none yet)
     forecast_step: float | None = None
+    #: the run's planned length in steps (the forecast's horizon; None: not known) and its first logged step
+    total_steps: float | None = None
+    first_step: float | None = None
 
     @property
     def fresh_forecast(self) -> bool:
@@ -311,7 +319,8 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
 
     started = time.perf_counter()
     step = float(curves.last_step)
-    read = LiveRead(step)
+    read = LiveRead(step, total_steps=float(total_steps) if total_steps else None,
+                    first_step=float(curves.first_step) if math.isfinite(curves.first_step) else None)
     try:
         read.diagnosis = diagnose_curves(curves_tail(curves, settings.window_rows), settings.config()).to_dict()
     except Exception as error:  # noqa: BLE001 - a read never raises into the trainer
@@ -402,11 +411,32 @@ class StopDecision:
 class StopRules:
     """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, or the
     forecast plateau's upper 80% bound below ``stop_if_plateau_below``, at :data:`CONSECUTIVE_READS` reads in a
-    row (one noisy read never stops a run). :meth:`update` returns the decision at the read that stops."""
+    row (one noisy read never stops a run); for a mode of :data:`PHASE_MODES`, only reads at which its ongoing phase
+    has lasted ``modes.min_episode_fraction`` of the planned run count (:meth:`phase_long_enough`). :meth:`update`
+    returns the decision at the read that stops."""
 
     def __init__(self, settings: LiveSettings):
         self.settings = settings
         self.streak: dict[str, int] = {}
+        self._fraction: float | None = None
+
+    def phase_long_enough(self, read: LiveRead, verdict: Mapping[str, Any]) -> bool:
+        """Whether the phase a mode of :data:`PHASE_MODES` is in at ``read`` (its last episode, from its start to
+        the read) has lasted ``modes.min_episode_fraction`` of the planned run (``read.total_steps`` from the first
+        logged step); True where the planned length or the episode is not known."""
+        episodes = verdict.get("episodes") or []
+        start = episodes[-1].get("start") if episodes and isinstance(episodes[-1], Mapping) else None
+        start = start if isinstance(start, (int, float)) else verdict.get("onset_step")
+        total, first = read.total_steps, read.first_step if read.first_step is not None else 0.0
+        if not isinstance(start, (int, float)) or not total or total <= first:
+            return True
+        return read.step - float(start) >= self._min_fraction * (float(total) - first)
+
+    @property
+    def _min_fraction(self) -> float:
+        if self._fraction is None:
+            self._fraction = float(self.settings.config().modes.min_episode_fraction)
+        return self._fraction
 
     def update(self, read: LiveRead) -> StopDecision | None:
         modes = read.modes
@@ -416,7 +446,8 @@ class StopRules:
             # a failure that is over at this read (its last episode ended: the run recovered) stops nothing, but
             # for a mode whose episodes recur (instability's bursts)
             hit = (bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
-                   and (verdict.get("active") is not False or mode in RECURRING_MODES))
+                   and (verdict.get("active") is not False or mode in RECURRING_MODES)
+                   and (mode not in PHASE_MODES or self.phase_long_enough(read, verdict)))
             self.streak[mode] = self.streak.get(mode, 0) + 1 if hit else 0
         plateau = read.decision_plateau
         hi80 = plateau.get("hi80")
