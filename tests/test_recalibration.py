@@ -103,3 +103,4 @@ def test_a_coverage_at_a_bound_is_shown_with_a_decimal():
 
     assert coverage_percent(0.9041) == "90.4%" and coverage_percent(0.9) == "90%"
     assert coverage_percent(0.6962) == "69.6%" and coverage_percent(0.8549) == "85%"
+    assert coverage_percent(0.9004) == "90.04%" and coverage_percent(0.69996) == "69.996%"

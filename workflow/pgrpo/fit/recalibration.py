@@ -53,12 +53,16 @@ def _within(value: Any, target: tuple[float, float]) -> bool:
 
 def coverage_percent(value: Any, target: tuple[float, float] = CALIBRATION_TARGET) -> str:
     """A coverage as a whole percent, with one decimal where the whole percent would read as a bound of ``target``
-    that the value misses (0.904: "90.4%", not a "90%" marked not met)."""
+    that the value misses, as many as it takes (0.904: "90.4%", 0.9004: "90.04%", not a "90%" marked not met)."""
     if not (isinstance(value, (int, float)) and math.isfinite(value)):
         return "n/a"
     whole = round(100 * value)
     if whole in (round(100 * target[0]), round(100 * target[1])) and not target[0] <= value <= target[1]:
-        return f"{100 * value:.1f}%"
+        for digits in (1, 2, 3):  # as many decimals as it takes not to read as the bound
+            shown = f"{100 * value:.{digits}f}"
+            if float(shown) not in (100 * target[0], 100 * target[1]):
+                return f"{shown}%"
+        return f"{100 * value:.3f}%"
     return f"{whole:.0f}%"
 
 
