@@ -40,6 +40,12 @@ def has_started(y_early: np.ndarray, level_at_cut: float) -> bool:
     return bool(abs(level_at_cut - start) > 3.0 * noise * math.sqrt(2.0 / n_start))
 
 
+def rise_coins(rng: np.random.Generator) -> np.ndarray:
+    """One coin per draw (cycled by :func:`rise_by_headroom`), True with :data:`RISE_PROBABILITY`: the next stage
+    begins within the horizon in that draw."""
+    return rng.uniform(0.0, 1.0, 1 << 16) < RISE_PROBABILITY
+
+
 def rise_by_headroom(n: int, grid: np.ndarray, headroom: float, coins: np.ndarray,
                      rng: np.random.Generator, onset: np.ndarray | None = None) -> np.ndarray:
     """The rise added to ``n`` draws on the steps ``grid`` of a curve that has not started: ``headroom`` from an
@@ -67,7 +73,7 @@ def waiting_reward(prediction: Predictive, y_early: np.ndarray, level_at_cut: fl
     if not headroom > 0:
         return prediction
     rng = np.random.default_rng([seed, 1])  # a stream of its own, not the forecaster's
-    coins = rng.uniform(0.0, 1.0, 1 << 16) < RISE_PROBABILITY
+    coins = rise_coins(rng)
     grid = prediction.steps
     # draw i of the mean curve and of the logged value (its noise around that mean) rise together
     n_mean, n_value = prediction.mean_draws.shape[0], prediction.value_draws.shape[0]

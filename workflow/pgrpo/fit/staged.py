@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pgrpo.fit.baselines import Predictive
-from pgrpo.fit.headroom import RISE_PROBABILITY, has_started, rise_by_headroom, start_level
+from pgrpo.fit.headroom import has_started, rise_by_headroom, rise_coins, start_level
 from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, sample_intervals
 
 _COMPONENT = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
@@ -221,7 +221,7 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     summed: Predictive | None = None
     tail = 1
     # one coin per draw for every function not yet started: the run's next stage begins within the horizon or not
-    coins = rng.uniform(0.0, 1.0, 1 << 16) < RISE_PROBABILITY
+    coins = rise_coins(rng)
     silent: list[str] = []  # not started, no range declared and no function risen: no headroom to go by
     for fn, (t, y, result) in runs.items():
         if not result.success:

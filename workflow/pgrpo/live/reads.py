@@ -256,11 +256,17 @@ class LiveRead:
         return list((self.forecast.get("components") or {}).get("waiting") or [])
 
     @property
+    def sum_decides(self) -> bool:
+        """Whether the plateau stop rule reads the reward functions' sum: where the read made it and one of them
+        waits to rise (its headroom in the band, so a run whose correctness reward has not paid yet is not stopped
+        as if it never would): the choice ``pgrpo forecast --compare`` and the forecast benchmark make."""
+        return bool(self.waiting) and self.summed_plateau is not None
+
+    @property
     def decision_plateau(self) -> dict[str, float | None]:
-        """The plateau the plateau stop rule reads: the reward functions' sum where one of them waits to rise (its
-        headroom in the band, so a run whose correctness reward has not paid yet is not stopped as if it never
-        would), else the reward's own: the choice ``pgrpo forecast --compare`` and the forecast benchmark make."""
-        return (self.summed_plateau if self.waiting else None) or self.plateau
+        """The plateau the plateau stop rule reads: the reward functions' sum where it decides
+        (:attr:`sum_decides`), else the reward's own."""
+        return self.summed_plateau if self.sum_decides else self.plateau
 
     def log_keys(self) -> dict[str, float]:
         """The ``pgrpo/*`` keys added to the trainer's logs: ``pgrpo/<mode>`` (0/1, modes that could run) and the
@@ -418,7 +424,8 @@ class StopRules:
     def __init__(self, settings: LiveSettings):
         self.settings = settings
         self.streak: dict[str, int] = {}
-        self._fraction: float | None = None
+        #: the share of the planned run a phase must have lasted to count toward a stop (:meth:`phase_long_enough`)
+        self.min_phase_fraction = float(settings.config().modes.min_episode_fraction)
 
     def phase_long_enough(self, read: LiveRead, verdict: Mapping[str, Any]) -> bool:
         """Whether the phase a mode of :data:`PHASE_MODES` is in at ``read`` (its last episode, from its start to
@@ -430,13 +437,7 @@ class StopRules:
         total, first = read.total_steps, read.first_step if read.first_step is not None else 0.0
         if not isinstance(start, (int, float)) or not total or total <= first:
             return True
-        return read.step - float(start) >= self._min_fraction * (float(total) - first)
-
-    @property
-    def _min_fraction(self) -> float:
-        if self._fraction is None:
-            self._fraction = float(self.settings.config().modes.min_episode_fraction)
-        return self._fraction
+        return read.step - float(start) >= self.min_phase_fraction * (float(total) - first)
 
     def update(self, read: LiveRead) -> StopDecision | None:
         modes = read.modes
@@ -467,8 +468,7 @@ class StopRules:
                 return StopDecision(read.step, mode, verdict.get("onset_step"), verdict.get("severity"), reason,
                                     forecast)
         if limit is not None and self.streak.get(PLATEAU_RULE, 0) >= need:
-            whose = ("the reward functions' summed plateau" if read.waiting and read.summed_plateau
-                     else "forecast plateau")
+            whose = "the reward functions' summed plateau" if read.sum_decides else "forecast plateau"
             reason = (f"{whose} {plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
                       f"{limit:g} at {need} consecutive forecast(s): the run cannot reach it")
             return StopDecision(read.step, PLATEAU_RULE, None, None, reason, forecast)

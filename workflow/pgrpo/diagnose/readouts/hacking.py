@@ -26,6 +26,7 @@ from pgrpo.diagnose.records import (
     DiagnosticResult,
     RunCurves,
 )
+from pgrpo.diagnose.modes.signals import COMPONENT, components
 from pgrpo.diagnose.settings import DiagnosticsConfig, RewardHackingConfig
 
 
@@ -89,8 +90,7 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     of its name (split at anything but letters and digits, lower case) that begins with one of ``gold_names``
     (``correctness_reward_func``, ``accuracy``; not ``incorrect_penalty``) and none that begins with ``format``; ``(None, why not)`` when the reward has fewer than two functions,
     none or several match, or the declared one was not logged."""
-    functions = [c for c in curves.frame.columns
-                 if c.startswith("rewards/") and c.endswith("/mean") and curves.has(c)]
+    functions = components(curves)
     if cfg.gold_reward is not None:
         for column in (f"rewards/{cfg.gold_reward}/mean", cfg.gold_reward):
             if curves.has(column):
@@ -99,7 +99,7 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     if len(functions) < 2:
         return None, "no eval column and fewer than two reward functions logged"
     words = [word.lower() for word in cfg.gold_names]
-    tokens = {c: re.findall(r"[a-z0-9]+", c[len("rewards/"):-len("/mean")].lower()) for c in functions}
+    tokens = {c: re.findall(r"[a-z0-9]+", COMPONENT.match(c)["name"].lower()) for c in functions}
     matches = [c for c, parts in tokens.items()
                if any(part.startswith(word) for part in parts for word in words)
                and not any(part.startswith("format") for part in parts)]
