@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from pgrpo.fit.recalibration import coverage_at_levels, coverage_key, recalibration_reading, with_recalibration
+from pgrpo.fit.recalibration import coverage_at_levels, coverage_key, with_recalibration
+from pgrpo.tables.recalibration import leaving_cells, recalibration_reading
 
 
 def test_coverage_at_levels_against_the_normal_quantiles():
@@ -41,11 +42,11 @@ def test_one_level_for_the_whole_split():
         rows, levels=(0.5, 0.7, 0.8, 0.9, 0.95))}
     narrow = out[("narrow", "dev", "forecaster")]
     assert narrow["recalibrated_level"] == 0.9 and narrow["recalibrated_coverage"] == 0.75
-    assert narrow["recalibrated_out"] == "wide (92%)" and narrow["recalibrated_reach"] is False
+    assert narrow["recalibrated_out"] == [("wide", 0.92)] and narrow["recalibrated_reach"] is False
     assert "out of reach of any recalibration" in recalibration_reading(narrow)
     assert "wide (92%), within 70%-90% at 80%, falls outside it" in recalibration_reading(narrow)
     wide = out[("wide", "dev", "forecaster")]
-    assert wide["recalibrated_level"] == 0.8 and wide["recalibrated_out"] == "" and wide["recalibrated_reach"]
+    assert wide["recalibrated_level"] == 0.8 and wide["recalibrated_out"] == [] and wide["recalibrated_reach"]
     alone = out[("alone", "holdout", "forecaster")]
     assert alone["recalibrated_level"] == 0.7 and alone["recalibrated_reach"] is True
     assert "in reach of a recalibration" in recalibration_reading(alone)
@@ -60,7 +61,7 @@ def test_only_cells_in_range_at_80_percent_count_as_leaving():
     rows = [_cell("A", "dev", l80=0.60, l90=0.80), _cell("B", "dev", l80=0.30, l90=0.40),
             _cell("C", "dev", l80=0.85, l90=0.904)]
     a, b, c = with_recalibration(rows, levels=(0.8, 0.9))
-    assert a["recalibrated_level"] == 0.9 and a["recalibrated_out"] == "C (90.4%)"
+    assert a["recalibrated_level"] == 0.9 and leaving_cells(a["recalibrated_out"]) == "C (90.4%)"
     assert math.isnan(b["recalibrated_level"]) and c["recalibrated_reach"] is True
 
 
@@ -71,8 +72,8 @@ def test_a_part_with_family_cells_is_their_union():
     rows = [_cell("closed-form", "dev", l80=0.65, l90=0.75), _cell("closed-form: a", "dev", l80=0.55, l90=0.72),
             _cell("closed-form: b", "dev", l80=0.75, l90=0.95), _cell("bandit", "dev", l80=0.88, l90=0.93)]
     parent, a, _, _ = with_recalibration(rows, levels=(0.8, 0.9))
-    assert a["recalibrated_level"] == 0.9 and a["recalibrated_out"] == "closed-form: b (95%); bandit (93%)"
-    assert parent["recalibrated_level"] == 0.9 and parent["recalibrated_out"] == "bandit (93%)"
+    assert a["recalibrated_level"] == 0.9 and leaving_cells(a["recalibrated_out"]) == "closed-form: b (95%); bandit (93%)"
+    assert parent["recalibrated_level"] == 0.9 and parent["recalibrated_out"] == [("bandit", 0.93)]
 
 
 def test_results_without_the_levels_get_no_reading():
@@ -94,12 +95,12 @@ def test_a_cell_repeating_another_cells_forecasts_is_left_out(suffix):
             _cell("bandit", "dev", l80=0.85, l90=0.89)]
     out = with_recalibration(rows, levels=(0.8, 0.9), skip_suffix=suffix)
     assert math.isnan(out[0]["recalibrated_level"])  # 95% and 97%: no level on this grid brings it in
-    assert out[1]["recalibrated_out"] == out[0]["recalibrated_out"] == ""  # the repeat reads as its cell
+    assert out[1]["recalibrated_out"] == out[0]["recalibrated_out"] == []  # the repeat reads as its cell
     assert math.isnan(out[1]["recalibrated_level"])
 
 
 def test_a_coverage_at_a_bound_is_shown_with_a_decimal():
-    from pgrpo.fit.recalibration import coverage_percent
+    from pgrpo.tables.recalibration import coverage_percent
 
     assert coverage_percent(0.9041) == "90.4%" and coverage_percent(0.9) == "90%"
     assert coverage_percent(0.6962) == "69.6%" and coverage_percent(0.8549) == "85%"

@@ -1,6 +1,7 @@
 """A bound on calibration (issue 21, item 2: 80% intervals covering 70-90% of the held-out logged values in every
 family): the forecaster's own predictive read at one other central level for every curve of a split, chosen in
-hindsight (beyond the paper; the scores of :mod:`pgrpo.fit.intervals`).
+hindsight (beyond the paper; the scores of :mod:`pgrpo.fit.intervals`). The reading in words is
+:mod:`pgrpo.tables.recalibration`'s.
 
 A recalibration, however it is fitted (a conformal correction, a width factor learnt on dev), can only move the
 level at which the forecaster's predictive is read; one level serves every curve, since a curve's family is not
@@ -51,21 +52,6 @@ def _within(value: Any, target: tuple[float, float]) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and target[0] <= value <= target[1]
 
 
-def coverage_percent(value: Any, target: tuple[float, float] = CALIBRATION_TARGET) -> str:
-    """A coverage as a whole percent, with one decimal where the whole percent would read as a bound of ``target``
-    that the value misses, as many as it takes (0.904: "90.4%", 0.9004: "90.04%", not a "90%" marked not met)."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value)):
-        return "n/a"
-    whole = round(100 * value)
-    if whole in (round(100 * target[0]), round(100 * target[1])) and not target[0] <= value <= target[1]:
-        for digits in (1, 2, 3):  # as many decimals as it takes not to read as the bound
-            shown = f"{100 * value:.{digits}f}"
-            if float(shown) not in (100 * target[0], 100 * target[1]):
-                return f"{shown}%"
-        return f"{100 * value:.3f}%"
-    return f"{whole:.0f}%"
-
-
 def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster",
                        target: tuple[float, float] = CALIBRATION_TARGET,
                        excluded: Sequence[str] = ("overall",), levels: Sequence[float] = LEVELS,
@@ -75,7 +61,7 @@ def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster"
     reading) given ``recalibrated_level`` (the level, among ``levels``, at which the cell is within ``target`` with
     the fewest of the split's other cells leaving it, the nearest to ``reported`` among equals; NaN where no level
     brings it in), ``recalibrated_coverage`` (its coverage there), ``recalibrated_out`` (the cells that leave: within
-    the target at the ``reported`` level and outside it at that one, ``part (coverage there)`` joined by ``; ``) and
+    the target at the ``reported`` level and outside it at that one, ``(part, coverage there)`` pairs) and
     ``recalibrated_reach`` (a level brings it in and none leaves). A part whose generated families are cells of their
     own is their union: it is not counted beside them, nor are its own families counted against it. A cell without
     coverage at the levels (results written before they were scored) gets no reading."""
@@ -109,12 +95,11 @@ def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster"
                     best = (key, level, own, leave)
             if best is None:
                 row.update({"recalibrated_level": float("nan"), "recalibrated_coverage": float("nan"),
-                            "recalibrated_out": "", "recalibrated_reach": False})
+                            "recalibrated_out": [], "recalibrated_reach": False})
                 continue
             _, level, own, leave = best
             row.update({"recalibrated_level": level, "recalibrated_coverage": own,
-                        "recalibrated_out": "; ".join(f"{name} ({coverage_percent(value, target)})"
-                                                      for name, value in leave),
+                        "recalibrated_out": [(str(name), float(value)) for name, value in leave],
                         "recalibrated_reach": not leave})
     if skip_suffix:  # a cell that repeats another's forecasts reads as that one does
         for row in summary:
@@ -125,24 +110,3 @@ def with_recalibration(summary: list[dict[str, Any]], method: str = "forecaster"
                 if base is not None and "recalibrated_level" in base:
                     row.update({k: base[k] for k in base if k.startswith("recalibrated_")})
     return summary
-
-
-def recalibration_reading(row: Mapping[str, Any], target: tuple[float, float] = CALIBRATION_TARGET) -> str:
-    """In words, for a cell whose coverage misses ``target``: what one level for the whole split, chosen in
-    hindsight, does (empty where the row has no such reading)."""
-    if row.get("recalibrated_out") is None:  # a row without the reading (an overall row, older results)
-        return ""
-    level = row.get("recalibrated_level")
-    lo, hi = target
-    if not (isinstance(level, (int, float)) and math.isfinite(level)):
-        return (f"no central level of the forecaster's predictive puts it within {lo:.0%}-{hi:.0%}: out of reach "
-                "of any recalibration of this forecaster")
-    head = (f"read at {100 * level:.0f}% instead, one level for every curve of the split chosen in hindsight, it "
-            f"covers {coverage_percent(float(row['recalibrated_coverage']), target)}")
-    if row.get("recalibrated_reach"):
-        return (f"{head} and no other cell of the split within {lo:.0%}-{hi:.0%} at 80% leaves it: in reach of a "
-                "recalibration")
-    others = str(row["recalibrated_out"])
-    verb = "fall" if "; " in others else "falls"
-    return (f"{head}, but then {others}, within {lo:.0%}-{hi:.0%} at 80%, {verb} outside it: out of reach of any "
-            "recalibration of this forecaster")

@@ -398,14 +398,14 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
 def _recalibration_facts(row: Mapping[str, Any]) -> dict[str, Any]:
     """The calibration bound of a cell (:func:`pgrpo.fit.recalibration.with_recalibration`): the level one
     recalibration for the whole split would read the forecaster's predictive at to bring this cell within the target,
-    its coverage there, the split's other cells then outside it, and whether none is; None where the cell has no
-    such reading (the overall rows)."""
+    its coverage there, the split's other cells then outside it (``[part, coverage]`` pairs), and whether none is;
+    None where the cell has no such reading (the overall rows)."""
     if "recalibrated_level" not in row:
         return {"recalibrated_level": None, "recalibrated_coverage": None, "recalibrated_out": None,
                 "recalibrated_reach": None}
     return {"recalibrated_level": _num(row.get("recalibrated_level")),
             "recalibrated_coverage": _num(row.get("recalibrated_coverage")),
-            "recalibrated_out": str(row.get("recalibrated_out") or ""),
+            "recalibrated_out": [[str(name), _num(value)] for name, value in row.get("recalibrated_out") or []],
             "recalibrated_reach": bool(row.get("recalibrated_reach"))}
 
 

@@ -9,7 +9,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, PANEL, SEEDS_TRUTH, STAGED
-from pgrpo.fit.recalibration import CALIBRATION_TARGET, coverage_percent, recalibration_reading
+from pgrpo.fit.recalibration import CALIBRATION_TARGET
+from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.render import finite_number, markdown_table
 
 #: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")

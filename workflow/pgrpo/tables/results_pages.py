@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from pgrpo.fit.recalibration import coverage_percent, recalibration_reading
+from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
