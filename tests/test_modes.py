@@ -579,3 +579,30 @@ def test_gold_reward_from_the_command_line_and_the_live_settings(tmp_path, capsy
         "correctness_reward_func"
     with pytest.raises(InputError, match="gold_reward"):
         LiveSettings(gold_reward="")
+
+
+def test_a_reward_function_that_scores_every_completion_alike_is_named_silent(tmp_path):
+    """Four reward functions over 120 steps: ``regex`` is 0 with s.d. 0 at every step (silent: it cancels in every
+    group's advantage); ``half`` averages exactly 0.5 at every step but with s.d. 0.5 (half the completions pay: not
+    silent); ``task`` rises; ``judge`` is constant 1 but logged only at 5 steps (too few points to say). The run is
+    not flagged for it, and the page names ``regex`` alone."""
+    rng = np.random.default_rng(3)
+    history = []
+    for s in range(1, 121):
+        task = min(1.0, s / 60) * 0.8 + rng.normal(0, 0.03)
+        row = {"step": s, "reward": task + 0.5, "reward_std": 0.3, "frac_reward_zero_std": 0.1,
+               "rewards/regex/mean": 0.0, "rewards/regex/std": 0.0, "rewards/half/mean": 0.5,
+               "rewards/half/std": 0.5, "rewards/task/mean": task}
+        if s % 24 == 0:
+            row["rewards/judge/mean"] = 1.0
+        history.append(row)
+    report = diagnose(write_log(tmp_path, "silent", history)).to_dict()
+    verdict = report["modes"]["degeneracy"]
+    assert verdict["flagged"] is False
+    assert verdict["numbers"]["silent_functions"] == [
+        {"function": "regex", "value": 0.0, "points": 120, "first_step": 1.0, "last_step": 120.0}]
+    assert "silent reward functions (every completion scored alike at every logged step): regex" in verdict["reason"]
+    from pgrpo.tables.diagnosis import summary_markdown
+
+    page = summary_markdown(report)
+    assert "- silent reward function: regex (0 at all 120 logged steps)" in page and "half (" not in page

@@ -62,6 +62,18 @@ def modes_section(verdicts: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def silent_line(modes: Mapping[str, Any]) -> str:
+    """The reward functions that scored every completion alike at every logged step (``degeneracy``'s
+    ``numbers.silent_functions``), in words; empty where there is none."""
+    silent = ((modes.get("degeneracy") or {}).get("numbers") or {}).get("silent_functions") or []
+    if not silent:
+        return ""
+    each = ", ".join(f"{s['function']} ({s['value']:.4g} at all {s['points']} logged steps)" for s in silent)
+    return (f"silent reward function{'s' if len(silent) > 1 else ''}: {each}: every completion scored alike, so "
+            f"{'they add' if len(silent) > 1 else 'it adds'} nothing to any group's advantage (check that "
+            f"{'they' if len(silent) > 1 else 'it'} can pay at all)")
+
+
 def summary_markdown(report: Mapping[str, Any], figures: Sequence[str] = (), body: str = "") -> str:
     """The one-page summary of one log's diagnosis (``report``: :meth:`DiagnosisReport.to_dict`): the verdict, the
     modes table, the figures, then ``body`` (the Figures 2-5 read-outs in words)."""
@@ -74,6 +86,7 @@ def summary_markdown(report: Mapping[str, Any], figures: Sequence[str] = (), bod
              f"- first step to look at: {_step(summary.get('first_step_to_look_at')) or 'none'}",
              f"- ongoing at the last step: {', '.join(summary.get('ongoing') or []) or 'none'}; resolved: "
              + (", ".join(f"{m} (by step {_step(s)})" for m, s in (summary.get("resolved") or {}).items()) or "none"),
+             *([f"- {silent}"] if (silent := silent_line(report.get("modes") or {})) else []),
              "",
              markdown_table(HEADERS, modes_rows(report.get("modes") or {})), ""]
     if figures:
@@ -97,6 +110,7 @@ def summary_html(report: Mapping[str, Any], figures: Sequence[str] = (), body: s
              f"<p><b>{html.escape(str(summary.get('line', '')))}</b></p>",
              f"<p>run: {html.escape(run)}; steps {_step(report.get('first_step'))}-{_step(report.get('last_step'))}; "
              f"rule set: {html.escape(str(report.get('rule_set')))}</p>",
+             *([f"<p>{html.escape(silent)}</p>"] if (silent := silent_line(modes)) else []),
              html_table(HEADERS, rows, styles=styles, header_rows=len(HEADERS))]
     for figure in figures:
         if figure.endswith(".png"):

@@ -17,6 +17,11 @@ and the reward in the bottom ``stuck_position / 2`` of its range (zero-spread gr
 left; at small ``G`` many groups are uniform by chance alone, and mid-range they are polarised prompts, not a stuck
 run).
 Episodes: the runs of stuck steps, bridged over gaps of one moving-average window.
+
+The same signal per reward function: a function that scored every completion alike at every logged step (a
+*silent* one, :func:`~pgrpo.diagnose.modes.signals.silent_functions`: its logged mean exactly constant, its logged
+s.d. 0) cancels in every group's advantage; the verdict names it (``numbers.silent_functions``) without flagging the
+run, which may learn from its other functions.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pgrpo.diagnose.modes.signals import (
     long_episodes,
     persistent_onset,
     reward_position,
+    silent_functions,
     smooth,
     smoothing_window,
 )
@@ -83,6 +89,11 @@ def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     text = (f"zero-spread share late {fmt(late_share)} ({source}; high at >= {cfg.frac_high:g}); {pos_text}; "
             f"late window {numbers['late_stuck_fraction']:.0%} stuck, {numbers['late_saturated_fraction']:.0%} "
             "saturated")
+    silent = silent_functions(curves, config.modes.min_points)
+    numbers["silent_functions"] = silent
+    if silent:
+        text += ("; silent reward functions (every completion scored alike at every logged step): "
+                 + ", ".join(str(f["function"]) for f in silent))
     onset = persistent_onset(steps, stuck, config.modes.persistence)
     window = smoothing_window(share.size, config.modes.smoothing_fraction)
     episodes = episodes_from_mask(steps, stuck, share_smooth / cfg.frac_high, min_points=max(2, window // 2),

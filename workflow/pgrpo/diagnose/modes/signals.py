@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -117,6 +117,25 @@ def curve(curves: RunCurves, column: str, config: DiagnosticsConfig, minimum: in
 def components(curves: RunCurves) -> list[str]:
     """The reward functions' mean columns the log has (``rewards/<fn>/mean``), in log order."""
     return [c for c in curves.frame.columns if COMPONENT.match(str(c)) and curves.has(c)]
+
+
+def silent_functions(curves: RunCurves, min_points: int) -> list[dict[str, Any]]:
+    """The reward functions that scored every completion alike at every logged step: a mean exactly constant over
+    at least ``min_points`` logged steps, and a logged s.d. (``rewards/<fn>/std``) of 0 wherever TRL logs one. Such a
+    function adds one number to every completion of a group, so it cancels in the group's advantage (Eq. 1,
+    ``r - mean(r)``) and gives GRPO no signal: a pattern that never matches, a judge that always answers alike. Each
+    as ``{function, value, points, first_step, last_step}``, in log order."""
+    out = []
+    for column in components(curves):
+        steps, values, _ = curves.series(column)
+        if values.size < min_points or float(np.ptp(values)) > 1e-12 * max(1.0, float(np.max(np.abs(values)))):
+            continue
+        spread = column[: -len("mean")] + "std"
+        if curves.has(spread) and float(np.nanmax(np.abs(curves.series(spread)[1]))) > 1e-12:
+            continue
+        out.append({"function": COMPONENT.match(column)["name"], "value": float(values[0]), "points": int(values.size),
+                    "first_step": float(steps[0]), "last_step": float(steps[-1])})
+    return out
 
 
 def persistent_onset(steps: np.ndarray, hits: np.ndarray, min_fraction: float) -> float | None:
