@@ -606,3 +606,6 @@ def test_a_reward_function_that_scores_every_completion_alike_is_named_silent(tm
 
     page = summary_markdown(report)
     assert "- silent reward function: regex (0 at all 120 logged steps)" in page and "half (" not in page
+    from pgrpo.live.page import live_html
+
+    assert "<p>silent reward function: regex (0 at all 120 logged steps)" in live_html(report)

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.records import plain
 from pgrpo.live.reads import LiveRead, LiveSettings
+from pgrpo.tables.diagnosis import silent_line
 
 
 def live_payload(read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead], theory: Mapping[str, Any],
@@ -111,6 +112,7 @@ def live_html(payload: Mapping[str, Any]) -> str:
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}.stop{color:#b00;font-weight:bold}</style>",
         "</head><body>", f"<h1>Live diagnosis of {esc(str(live.get('source')))}</h1>",
         f"<p>{esc(str(live.get('line')))}</p>",
+        *([f"<p>{esc(silent)}</p>"] if (silent := silent_line(payload.get("modes") or {})) else []),
     ]
     if stopped:
         parts.append(f"<p class='stop'>Stopped at step {esc(str(stopped.get('step')))}: "
