@@ -326,6 +326,11 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     assert one["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
     with pytest.raises(InputError, match="gold_reward"):
         diagnostics_config({"reward_hacking": {"gold_reward": 3}})
+    for row in rows:  # no gold name at all (the Qwen3 recipe's check_answer): the reason lists what to declare
+        row["rewards/check_answer/mean"] = row.pop("rewards/correctness_reward_func/mean")
+    unnamed = diagnose(write_log(tmp_path, "unnamed", rows)).to_dict()["modes"]["hacking"]
+    assert unnamed["flagged"] is None and "--gold-reward FN, of: " in unnamed["reason"]
+    assert "check_answer" in unnamed["reason"] and "incorrect_answer_penalty" in unnamed["reason"]
 
 
 @pytest.mark.parametrize("tokens, expected", [(3.0, True), (0.0, True), (110.0, False)])

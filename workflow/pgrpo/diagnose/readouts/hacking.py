@@ -104,7 +104,9 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
                if any(part.startswith(word) for part in parts for word in words)
                and not any(part.startswith("format") for part in parts)]
     if len(matches) != 1:
-        return None, ("no reward function named as scoring the task" if not matches else
+        names = ", ".join(COMPONENT.match(c)["name"] for c in functions)
+        return None, (f"no reward function named as scoring the task (declare the one that does with --gold-reward "
+                      f"FN, of: {names})" if not matches else
                       f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
     return matches[0], "the reward function named as scoring the task"
 
