@@ -99,14 +99,14 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     if len(functions) < 2:
         return None, "no eval column and fewer than two reward functions logged"
     words = [word.lower() for word in cfg.gold_names]
-    tokens = {c: re.findall(r"[a-z0-9]+", COMPONENT.match(c)["name"].lower()) for c in functions}
+    names = {c: COMPONENT.match(c)["name"] for c in functions}
+    tokens = {c: re.findall(r"[a-z0-9]+", name.lower()) for c, name in names.items()}
     matches = [c for c, parts in tokens.items()
                if any(part.startswith(word) for part in parts for word in words)
                and not any(part.startswith("format") for part in parts)]
     if len(matches) != 1:
-        names = ", ".join(COMPONENT.match(c)["name"] for c in functions)
         return None, (f"no reward function named as scoring the task (declare the one that does with --gold-reward "
-                      f"FN, of: {names})" if not matches else
+                      f"FN, of: {', '.join(names.values())})" if not matches else
                       f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
     return matches[0], "the reward function named as scoring the task"
 
