@@ -12,7 +12,8 @@ import pytest
 from pgrpo.cli import main
 from pgrpo.fit.decisions import brier, p_highest, pairs_ordered, stop_decisions, stop_rule_outcome, target_reach
 from pgrpo.fit.headroom import has_started
-from pgrpo.fit.staged import component_columns, forecast_components, reward_components
+from pgrpo.fit.staged import forecast_components, reward_components
+from pgrpo.grpo.run_log import reward_function_columns
 
 T = np.arange(1, 401, dtype=float)
 
@@ -90,7 +91,7 @@ def test_a_function_that_has_not_started_widens_the_plateau_by_its_headroom():
     # a log where no function has risen yet adds no headroom (the noise of a flat function is no range)
     flat = {"a": (T, np.full(T.size, 0.2)), "b": (T, series["correct"][1])}
     assert all(c.headroom == 0 for c in forecast_components(flat, 0.25, 400.0).per_function.values())
-    assert component_columns(["rewards/a/mean", "rewards/a/std", "reward", "rewards/b/mean"]) == {
+    assert reward_function_columns(["rewards/a/mean", "rewards/a/std", "reward", "rewards/b/mean"]) == {
         "a": "rewards/a/mean", "b": "rewards/b/mean"}
 
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import matplotlib.pyplot as plt
 
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.diagnose.modes.signals import COMPONENT
+from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.figures.style import label_panel, save_pdf_png, style
 
@@ -55,7 +55,7 @@ def modes_figure(curves: RunCurves, report: Mapping[str, Any]) -> Any:
             drawn.append(column)
         if title == "reward":
             for column in curves.frame.columns:
-                if COMPONENT.match(str(column)) and curves.has(column):
+                if REWARD_FUNCTION_MEAN.match(str(column)) and curves.has(column):
                     steps, values, _ = curves.series(column)
                     ax.plot(steps, values, lw=0.6, alpha=0.6, label=column.split("/")[1])
         if not drawn:

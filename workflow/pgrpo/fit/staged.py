@@ -24,7 +24,6 @@ to rise (:attr:`StagedForecast.waiting`), the sum replaces the reward's own fore
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -33,19 +32,6 @@ import numpy as np
 from pgrpo.fit.baselines import Predictive
 from pgrpo.fit.headroom import has_started, rise_by_headroom, rise_coins, start_level
 from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, sample_intervals
-
-_COMPONENT = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
-
-
-def component_columns(columns: Sequence[str]) -> dict[str, str]:
-    """Reward function name -> its column, for every ``rewards/<fn>/mean`` column."""
-    out = {}
-    for column in columns:
-        match = _COMPONENT.match(str(column))
-        if match:
-            out[match["fn"]] = str(column)
-    return out
-
 
 #: the reward functions add up to the logged reward when the r.m.s. of the difference is within this share of the
 #: reward's s.d. (logged values are rounded; a weight other than 1 misses by about that function's own s.d.)

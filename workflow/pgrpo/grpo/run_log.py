@@ -41,8 +41,20 @@ _OLD_REWARD_KEY = re.compile(r"^(eval_)?rewards/([^/]+)$")  # rewards/<fn> (old 
 _WANDB_MINMAX = re.compile(r"__(MIN|MAX)$")
 
 
+#: a reward function's mean column as TRL logs it, ``rewards/<fn>/mean`` (the group ``fn`` is the function's name)
+REWARD_FUNCTION_MEAN = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
 RUN_DIR = re.compile(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed(?P<seed>\d+)/[^/]+$")
 
+
+
+def reward_function_columns(columns: Sequence[str]) -> dict[str, str]:
+    """Reward function name -> its mean column, for every ``rewards/<fn>/mean`` column, in column order."""
+    out = {}
+    for column in columns:
+        match = REWARD_FUNCTION_MEAN.match(str(column))
+        if match:
+            out[match["fn"]] = str(column)
+    return out
 
 def normalize_column(name: str) -> str:
     """The workflow's name for a logged quantity: ``train/reward`` -> ``reward``, ``eval/reward`` -> ``eval_reward``."""
@@ -81,7 +93,7 @@ def _modern_keys(frame: pd.DataFrame) -> pd.DataFrame:
             renames[column] = OLD_TRL_KEYS[column]
     frame = frame.rename(columns=renames)
     if "reward" not in frame.columns:
-        parts = [c for c in frame.columns if re.fullmatch(r"rewards/[^/]+/mean", str(c))]
+        parts = [c for c in frame.columns if REWARD_FUNCTION_MEAN.match(str(c))]
         if parts:
             values = frame[parts].apply(pd.to_numeric, errors="coerce")
             frame = frame.assign(reward=values.sum(axis=1, min_count=len(parts)))

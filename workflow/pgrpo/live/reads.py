@@ -378,10 +378,11 @@ def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, 
     plateau's band) from what has been logged, without the per-step path; None for a log with fewer than two
     reward functions."""
     from pgrpo.fit.forecaster import ForecasterSettings
-    from pgrpo.fit.staged import component_columns, forecast_logged_components
+    from pgrpo.fit.staged import forecast_logged_components
+    from pgrpo.grpo.run_log import reward_function_columns
 
     frame = curves.frame.sort_values("step", kind="stable")
-    columns = {fn: frame[column].to_numpy(float) for fn, column in component_columns(frame.columns).items()}
+    columns = {fn: frame[column].to_numpy(float) for fn, column in reward_function_columns(frame.columns).items()}
     reward = frame["reward"].to_numpy(float) if "reward" in frame.columns else None
     reward_range = tuple(map(float, settings.reward_range)) if settings.reward_range else None
     staged = forecast_logged_components(frame["step"].to_numpy(float), reward, columns, fraction, total_steps,

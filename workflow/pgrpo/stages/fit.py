@@ -358,9 +358,10 @@ def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | No
                      reward_range: tuple[float, float] | None, target: float | None = None) -> dict[str, Any] | None:
     """The reward functions' forecasts summed (:func:`pgrpo.fit.staged.forecast_components`), where the log has two
     or more ``rewards/<fn>/mean`` columns (with ``target``: P(summed plateau >= target)); None otherwise."""
-    from pgrpo.fit.staged import component_columns, forecast_logged_components
+    from pgrpo.fit.staged import forecast_logged_components
+    from pgrpo.grpo.run_log import reward_function_columns
 
-    columns = {fn: log[col].to_numpy(float) for fn, col in component_columns(log.columns).items()}
+    columns = {fn: log[col].to_numpy(float) for fn, col in reward_function_columns(log.columns).items()}
     ranges = {str(k): (float(v[0]), float(v[1])) for k, v in (component_ranges or {}).items()}
     if len(columns) >= 2:
         check_component_ranges(ranges, list(columns), "the log")

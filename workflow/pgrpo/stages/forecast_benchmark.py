@@ -36,7 +36,8 @@ from pgrpo.errors import InputError
 from pgrpo.fit.benchmark import Curve, default_methods, forecaster_method, run_protocol, summarize
 from pgrpo.fit.family_oracle import BanditSetting
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext
-from pgrpo.fit.staged import component_columns, reward_components
+from pgrpo.fit.staged import reward_components
+from pgrpo.grpo.run_log import reward_function_columns
 from pgrpo.stages.logs import read_run_log
 
 #: the ``forecast_benchmark`` config section's defaults
@@ -227,7 +228,7 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
         if declared is None and re.search(r"\bbinary\b", task, re.IGNORECASE) and "correctness" in task.lower():
             declared = [0.0, 1.0]
         parts = reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float),
-                                  {fn: frame[c].to_numpy(float) for fn, c in component_columns(frame.columns).items()}
+                                  {fn: frame[c].to_numpy(float) for fn, c in reward_function_columns(frame.columns).items()}
                                   ) if "reward" in frame.columns else None
         for column in ("reward", "eval_reward"):
             if column not in frame.columns:

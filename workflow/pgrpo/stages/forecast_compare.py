@@ -78,10 +78,10 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         series.append((t[keep], y[keep]))
         metas.append(_meta_beside(log))
     if component_ranges:
-        from pgrpo.fit.staged import component_columns
+        from pgrpo.grpo.run_log import reward_function_columns
         from pgrpo.stages.fit import check_component_ranges
 
-        logged = sorted({fn for frame in frames for fn in component_columns(frame.columns)})
+        logged = sorted({fn for frame in frames for fn in reward_function_columns(frame.columns)})
         check_component_ranges(component_ranges, logged, "any log")
     if total_steps is None:
         planned = [float(m["max_steps"]) for m in metas if m.get("max_steps")]
@@ -151,9 +151,10 @@ def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
     """The log's reward functions forecast from the cut and summed (:func:`pgrpo.fit.staged.
     forecast_logged_components`) where one of them waits to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`):
     the forecast the run is ranked and stopped by then; else None (the reward's own forecast)."""
-    from pgrpo.fit.staged import component_columns, forecast_logged_components
+    from pgrpo.fit.staged import forecast_logged_components
+    from pgrpo.grpo.run_log import reward_function_columns
 
-    columns = {fn: frame[col].to_numpy(float) for fn, col in component_columns(frame.columns).items()}
+    columns = {fn: frame[col].to_numpy(float) for fn, col in reward_function_columns(frame.columns).items()}
     if len(columns) < 2 or "reward" not in frame.columns:
         return None
     staged = forecast_logged_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), columns,

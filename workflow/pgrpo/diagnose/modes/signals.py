@@ -18,7 +18,6 @@ least 3), so logs that log every k steps are treated alike.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -29,9 +28,9 @@ from pgrpo.diagnose.numerics import window_mask
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
 from pgrpo.fit.intervals import robust_noise_sd
+from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
 
 #: the reward functions' columns after normalisation (``rewards/<fn>/mean``)
-COMPONENT = re.compile(r"^rewards/(?P<name>[^/]+)/mean$")
 
 
 def noise_sd(values: Sequence[float]) -> float:
@@ -116,7 +115,7 @@ def curve(curves: RunCurves, column: str, config: DiagnosticsConfig, minimum: in
 
 def components(curves: RunCurves) -> list[str]:
     """The reward functions' mean columns the log has (``rewards/<fn>/mean``), in log order."""
-    return [c for c in curves.frame.columns if COMPONENT.match(str(c)) and curves.has(c)]
+    return [c for c in curves.frame.columns if REWARD_FUNCTION_MEAN.match(str(c)) and curves.has(c)]
 
 
 def silent_functions(curves: RunCurves, min_points: int) -> list[dict[str, Any]]:
@@ -133,7 +132,7 @@ def silent_functions(curves: RunCurves, min_points: int) -> list[dict[str, Any]]
         spread = column[: -len("mean")] + "std"
         if curves.has(spread) and float(np.nanmax(np.abs(curves.series(spread)[1]))) > 1e-12:
             continue
-        out.append({"function": COMPONENT.match(column)["name"], "value": float(values[0]), "points": int(values.size),
+        out.append({"function": REWARD_FUNCTION_MEAN.match(column)["fn"], "value": float(values[0]), "points": int(values.size),
                     "first_step": float(steps[0]), "last_step": float(steps[-1])})
     return out
 

@@ -26,7 +26,8 @@ from pgrpo.diagnose.records import (
     DiagnosticResult,
     RunCurves,
 )
-from pgrpo.diagnose.modes.signals import COMPONENT, components
+from pgrpo.diagnose.modes.signals import components
+from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
 from pgrpo.diagnose.settings import DiagnosticsConfig, RewardHackingConfig
 
 
@@ -99,7 +100,7 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     if len(functions) < 2:
         return None, "no eval column and fewer than two reward functions logged"
     words = [word.lower() for word in cfg.gold_names]
-    names = {c: COMPONENT.match(c)["name"] for c in functions}
+    names = {c: REWARD_FUNCTION_MEAN.match(c)["fn"] for c in functions}
     tokens = {c: re.findall(r"[a-z0-9]+", name.lower()) for c, name in names.items()}
     matches = [c for c, parts in tokens.items()
                if any(part.startswith(word) for part in parts for word in words)
