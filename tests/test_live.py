@@ -257,13 +257,16 @@ def test_watch_polled_as_the_log_grows_decides_as_one_pass_over_the_whole_log():
     assert [r.step for r in polled.reads] == [10.0 * (i + 1) for i in range(len(polled.reads))]
 
 
+def watch_cli(*args) -> subprocess.CompletedProcess:
+    """``pgrpo watch ARGS`` in a subprocess, its output captured."""
+    return subprocess.run([sys.executable, "-m", "pgrpo", "watch", *map(str, args)], capture_output=True, text=True)
+
+
 def test_watch_cli_runs_on_stop_with_the_stop_in_its_environment(tmp_path):
     paths = write_formats(PLANTED["planted_stuck_at_zero"]["log_history"][:100], tmp_path)
     marker = tmp_path / "on_stop.txt"
-    done = subprocess.run([sys.executable, "-m", "pgrpo", "watch", str(paths["wandb_csv"]), "--once", "--out",
-                           str(tmp_path / "w"), "--stop-on", "degeneracy",
-                           "--on-stop", f'echo "$PGRPO_STOP_MODE $PGRPO_STOP_READ_STEP $PGRPO_STOP_JSON" > {marker}'],
-                          capture_output=True, text=True)
+    done = watch_cli(paths["wandb_csv"], "--once", "--out", tmp_path / "w", "--stop-on", "degeneracy",
+                     "--on-stop", f'echo "$PGRPO_STOP_MODE $PGRPO_STOP_READ_STEP $PGRPO_STOP_JSON" > {marker}')
     assert done.returncode == 3, done.stderr
     mode, read_step, stop_json = marker.read_text().split()
     assert mode == "degeneracy" and json.loads(Path(stop_json).read_text())["read_step"] == float(read_step)

@@ -17,13 +17,14 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from transformers import TrainerCallback
 
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     KEY_PREFIX,
+    AlertRules,
     LiveRead,
     LiveSettings,
     StopRules,
@@ -87,7 +88,11 @@ class DynamicsCallback(TrainerCallback):
     ``accelerate launch`` every rank has its own worker and applies read ``n`` at read ``n + 1``, so every rank
     stops at the same step. At train end the pending read is applied and the final read made; a decision that
     lands after training ended stops nothing. If the worker cannot start or fails, one warning line says so and
-    the reads go on synchronously. ``background=False``: each read runs on the trainer's thread at its own step
+    the reads go on synchronously. ``on_alert``: called (on the main process) with a record (``mode``,
+    ``read_step``, ``step``, ``onset_step``, ``severity``, ``reason``, ``forecast``) once for each mode of
+    ``alert_on`` (default every mode) at the read where ``stop_on=[mode]`` would have stopped the run, without
+    stopping it (:class:`pgrpo.live.reads.AlertRules`); every alert is also printed and kept in ``alerts``.
+    ``background=False``: each read runs on the trainer's thread at its own step
     and a stop lands at the read that decided (``pgrpo replay --synchronous`` models it; ``pgrpo replay`` models
     the default). The cost of each read is in ``costs`` (:class:`ReadCost`; benchmarks/live/bench_overhead.py)."""
 
@@ -95,7 +100,8 @@ class DynamicsCallback(TrainerCallback):
                  reward_range: Sequence[float] | None = None, max_completion_length: int | None = None,
                  output_dir: str | None = None, verbose: bool = True,
                  forecast_every: int = DEFAULT_FORECAST_EVERY, background: bool = True,
-                 gold_reward: str | None = None):
+                 gold_reward: str | None = None,
+                 on_alert: Callable[[Mapping[str, Any]], Any] | None = None, alert_on: Sequence[str] | None = None):
         self.settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                                      tuple(reward_range) if reward_range is not None else None,
                                      max_completion_length, int(forecast_every), gold_reward=gold_reward)
@@ -111,6 +117,10 @@ class DynamicsCallback(TrainerCallback):
         #: the worker's process id once started (None: synchronous, or not started yet)
         self.worker_pid: int | None = None
         self._rules = StopRules(self.settings)
+        #: report-only alerts (:class:`pgrpo.live.reads.AlertRules`): every mode the stop rule would stop on, once
+        self._alert_rules = AlertRules(self.settings, alert_on)
+        self.on_alert = on_alert
+        self.alerts: list[dict[str, Any]] = []
         self._logged = 0
         self._last_read_step: float | None = None
         self._total_steps: float | None = None
@@ -335,6 +345,15 @@ class DynamicsCallback(TrainerCallback):
         logs.update(keys)  # the trackers after this callback record them
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(keys)
+        for alert in self._alert_rules.update(read):
+            record = {**alert.to_dict(), "read_step": float(alert.step), "step": float(state.global_step)}
+            self.alerts.append(record)
+            self._say(f"alert at step {alert.step:g}: {alert.reason}", state)
+            if self.on_alert is not None and getattr(state, "is_world_process_zero", True):
+                try:
+                    self.on_alert(record)
+                except Exception as error:  # noqa: BLE001 - an alert hook never stops training
+                    self._warn(f"on_alert failed: {type(error).__name__}: {error}", state)
         decision = self._rules.update(read)
         if decision is not None:
             self.stopped = {**decision.to_dict(), "read_step": float(decision.step),

@@ -476,6 +476,37 @@ class StopRules:
         return None
 
 
+
+class AlertRules:
+    """Report-only alerts: the stop rules' criterion (:class:`StopRules`: severity at least medium at
+    ``consecutive_reads`` reads in a row; a phase mode's phase long enough) for each mode of ``modes`` (None: every
+    mode a read reports), applied without stopping, each mode alerted once. A mode alerts exactly where
+    ``stop_on=[mode]`` would have stopped the run, so the live benchmark's false-stop rate per mode is the alert's
+    false-alarm rate; the plateau rule is not an alert. :meth:`update` returns the decisions a read completes."""
+
+    def __init__(self, settings: LiveSettings, modes: Sequence[str] | None = None):
+        unknown = [m for m in (modes or ()) if m not in MODES]
+        if unknown:
+            raise InputError(f"live alert_on: unknown mode(s) {', '.join(map(str, unknown))} (known: {', '.join(MODES)})")
+        self.settings = replace(settings, stop_on=(), stop_if_plateau_below=None)
+        self.modes = tuple(modes) if modes else None
+        self.rules: dict[str, StopRules] = {}
+        self.alerted: list[StopDecision] = []
+
+    def update(self, read: LiveRead) -> list[StopDecision]:
+        done = {d.mode for d in self.alerted}
+        new = []
+        for mode in self.modes or [m for m in MODES if m in read.modes]:
+            if mode in done:
+                continue
+            rules = self.rules.setdefault(mode, StopRules(replace(self.settings, stop_on=(mode,))))
+            decision = rules.update(read)
+            if decision is not None:
+                new.append(decision)
+        self.alerted += new
+        return new
+
+
 # ---- Theorem 7 at the start ----------------------------------------------------------------------------------
 
 

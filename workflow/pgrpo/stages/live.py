@@ -24,6 +24,7 @@ from pgrpo.live.reads import (
     DEFAULT_LAG_READS,
     MIN_POINTS_FOR_K,
     LiveRead,
+    AlertRules,
     LiveSettings,
     StopRules,
     configuration_theory,
@@ -60,10 +61,14 @@ class ScheduledReads:
     decides as the callback would have at the same steps (synchronously: the watcher trains nothing, so a decision
     is acted on at once)."""
 
-    def __init__(self, settings: LiveSettings):
+    def __init__(self, settings: LiveSettings, alert_on: Sequence[str] | None = None, alerts: bool = False):
         self.settings = settings
         self.rules = StopRules(settings)
         self.reads: list[LiveRead] = []
+        #: report-only alerts (:class:`AlertRules`) on the same reads, when asked for; ``new_alerts``: those the last
+        #: :meth:`catch_up` completed
+        self.alerts = AlertRules(settings, alert_on) if alerts else None
+        self.new_alerts: list[dict[str, Any]] = []
 
     def read(self, view: RunCurves, index: int, total_steps: float | None) -> LiveRead:
         """Read number ``index`` on ``view`` (the log up to its step), recorded."""
@@ -77,9 +82,14 @@ class ScheduledReads:
         the stop record of the first read that decides (None: none)."""
         every = self.settings.every
         points = training_steps(curves)[every - 1::every]
+        self.new_alerts = []
         for index in range(len(self.reads), len(points)):
             step = float(points[index])
-            decision = self.rules.update(self.read(curves_up_to(curves, step), index, total_steps))
+            read = self.read(curves_up_to(curves, step), index, total_steps)
+            if self.alerts is not None:
+                self.new_alerts += [plain({**a.to_dict(), "read_step": step, "step": float(curves.last_step),
+                                           "source": curves.source}) for a in self.alerts.update(read)]
+            decision = self.rules.update(read)
             if decision is not None:
                 return plain({**decision.to_dict(), "read_step": step, "step": float(curves.last_step),
                               "lag_reads": 0, "source": curves.source})
@@ -106,9 +116,10 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
         raise InputError(f"log {curves.source} has no training reward to replay")
     points = list(steps[settings.every - 1::settings.every])
     final = float(steps[-1])
-    schedule = ScheduledReads(settings)
+    schedule = ScheduledReads(settings, alerts=True)
     reads = schedule.reads
     first_flagged: dict[str, float] = {}
+    alerts: list[dict[str, Any]] = []
     stopped = None
     decided = None  # (the decision, the index of the read that made it), waiting for its read to apply it
     theory, config = _theory(curves.meta)
@@ -128,6 +139,8 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
             stopped = {**decided.to_dict(), "read_step": decided.step, "step": float(step)}
             break
         if index < len(points):  # the read at the end of training stops nothing
+            alerts += [{"read_step": float(a.step), "mode": a.mode, "onset_step": a.onset_step,
+                        "severity": a.severity, "reason": a.reason} for a in schedule.alerts.update(read)]
             decision = schedule.rules.update(read)
             if decision is not None and lag_reads == 0:
                 stopped = {**decision.to_dict(), "read_step": decision.step}
@@ -144,7 +157,7 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                              "seconds": r.seconds, "errors": r.errors,
                              **({"plateau_summed": r.summed_plateau} if r.summed_plateau else {})}
                             for r in reads],
-                  "first_flagged": first_flagged,
+                  "first_flagged": first_flagged, "alerts": alerts,
                   "stopped": ({k: stopped[k] for k in ("step", "read_step", "mode", "reason", "onset_step",
                                                        "severity")}
                               if stopped else None),
@@ -208,21 +221,38 @@ def _trainer_state_max_steps(file: Path) -> float | None:
 STOP_EXIT_STATUS = 3
 
 
-def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> int:
-    """``--on-stop``: ``command`` through the shell with the stop in its environment (``PGRPO_STOP_MODE``,
-    ``PGRPO_STOP_STEP``, ``PGRPO_STOP_READ_STEP``, ``PGRPO_STOP_REASON``, ``PGRPO_STOP_JSON``); its exit status. A
-    command that fails is reported, never raised: the stop record is already on disk."""
-    env = {**os.environ, "PGRPO_STOP_MODE": str(stopped["mode"]), "PGRPO_STOP_STEP": f"{stopped['step']:g}",
-           "PGRPO_STOP_READ_STEP": f"{stopped['read_step']:g}", "PGRPO_STOP_REASON": str(stopped["reason"]),
-           "PGRPO_STOP_JSON": str(stop_json)}
+def _run_hook(flag: str, command: str, env: Mapping[str, str]) -> int:
+    """``command`` through the shell with ``env`` added to the environment; its exit status. A command that fails
+    is reported, never raised: the record it announces is already on disk."""
     try:
-        done = subprocess.run(command, shell=True, env=env, check=False)
+        done = subprocess.run(command, shell=True, env={**os.environ, **env}, check=False)
     except OSError as error:
-        print(f"pgrpo watch: warning: --on-stop could not run: {error}", file=sys.stderr, flush=True)
+        print(f"pgrpo watch: warning: {flag} could not run: {error}", file=sys.stderr, flush=True)
         return 127
     if done.returncode:
-        print(f"pgrpo watch: warning: --on-stop exited {done.returncode}", file=sys.stderr, flush=True)
+        print(f"pgrpo watch: warning: {flag} exited {done.returncode}", file=sys.stderr, flush=True)
     return done.returncode
+
+
+def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> int:
+    """``--on-stop``: ``command`` through the shell with the stop in its environment (``PGRPO_STOP_MODE``,
+    ``PGRPO_STOP_STEP``, ``PGRPO_STOP_READ_STEP``, ``PGRPO_STOP_REASON``, ``PGRPO_STOP_JSON``); its exit status."""
+    return _run_hook("--on-stop", command, {
+        "PGRPO_STOP_MODE": str(stopped["mode"]), "PGRPO_STOP_STEP": f"{stopped['step']:g}",
+        "PGRPO_STOP_READ_STEP": f"{stopped['read_step']:g}", "PGRPO_STOP_REASON": str(stopped["reason"]),
+        "PGRPO_STOP_JSON": str(stop_json)})
+
+
+def run_on_alert(command: str, alert: Mapping[str, Any], live_json: Path) -> int:
+    """``--on-alert``: ``command`` through the shell with the alert in its environment (``PGRPO_ALERT_MODE``,
+    ``PGRPO_ALERT_READ_STEP``, ``PGRPO_ALERT_ONSET_STEP`` (empty when not known), ``PGRPO_ALERT_SEVERITY``,
+    ``PGRPO_ALERT_REASON``, ``PGRPO_LIVE_JSON``); its exit status."""
+    onset = alert.get("onset_step")
+    return _run_hook("--on-alert", command, {
+        "PGRPO_ALERT_MODE": str(alert["mode"]), "PGRPO_ALERT_READ_STEP": f"{alert['read_step']:g}",
+        "PGRPO_ALERT_ONSET_STEP": f"{onset:g}" if isinstance(onset, (int, float)) else "",
+        "PGRPO_ALERT_SEVERITY": str(alert.get("severity") or ""), "PGRPO_ALERT_REASON": str(alert["reason"]),
+        "PGRPO_LIVE_JSON": str(live_json)})
 
 
 @dataclass
@@ -245,7 +275,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
               max_completion_length: int | None = None, total_steps: float | None = None,
               max_reads: int | None = None, stop_on: Sequence[str] = (),
               stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
-              idle_timeout: float | None = None, gold_reward: str | None = None) -> WatchOutcome:
+              idle_timeout: float | None = None, gold_reward: str | None = None, on_alert: str | None = None,
+              alert_on: Sequence[str] | None = None) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
     log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
@@ -255,13 +286,19 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
     one every ``every_logged`` logged training steps (:class:`ScheduledReads`); when one fires, ``stop.json`` is
     written beside ``live.json``, ``on_stop`` is run (:func:`run_on_stop`: e.g. ``scancel $SLURM_JOB_ID``) and
     the watch ends. It also ends when the log reaches the run's planned length (``total_steps``, else the meta's
-    ``max_steps``, else a TRL ``trainer_state.json``'s) or has not grown for ``idle_timeout`` seconds."""
+    ``max_steps``, else a TRL ``trainer_state.json``'s) or has not grown for ``idle_timeout`` seconds.
+
+    ``on_alert``: report-only alerts on the same schedule (:class:`pgrpo.live.reads.AlertRules`: a mode of
+    ``alert_on``, default every mode, that the stop rule would stop on), each printed and run through
+    :func:`run_on_alert` once, the watch going on."""
     if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
         raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
     rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
                                  tuple(reward_range) if reward_range else None, max_completion_length,
                                  gold_reward=gold_reward)
-    scheduled = ScheduledReads(rule_settings) if (stop_on or stop_if_plateau_below is not None) else None
+    alerting = bool(on_alert) or bool(alert_on)
+    scheduled = (ScheduledReads(rule_settings, alert_on, alerts=alerting)
+                 if (stop_on or stop_if_plateau_below is not None or alerting) else None)
     reads: list[LiveRead] = []
     theory: dict[str, Any] = {}
     last_seen: tuple[str, float] | None = None
@@ -296,6 +333,10 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                 folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
                 write_live(folder, read, settings, reads, theory, str(file), total, curve=curves.frame,
                            stopped=stopped)
+                for alert in scheduled.new_alerts if scheduled is not None else ():
+                    print(f"pgrpo watch: alert at step {alert['read_step']:g}: {alert['reason']}", flush=True)
+                    if on_alert:
+                        run_on_alert(on_alert, alert, folder / "live.json")
                 if stopped is not None:
                     print(f"pgrpo watch: stop at step {stopped['step']:g} (decided by the read at step "
                           f"{stopped['read_step']:g}): {stopped['reason']}; {folder / 'stop.json'}", flush=True)

@@ -44,6 +44,12 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--on-stop", metavar="COMMAND",
                    help="shell command run once when a stop rule fires, e.g. 'scancel $SLURM_JOB_ID' (environment: "
                         "PGRPO_STOP_MODE, PGRPO_STOP_STEP, PGRPO_STOP_READ_STEP, PGRPO_STOP_REASON, PGRPO_STOP_JSON)")
+    p.add_argument("--on-alert", metavar="COMMAND",
+                   help="shell command run once per mode that the stop rule would stop on (report only: the watch "
+                        "goes on), e.g. a notification (environment: PGRPO_ALERT_MODE, PGRPO_ALERT_READ_STEP, "
+                        "PGRPO_ALERT_ONSET_STEP, PGRPO_ALERT_SEVERITY, PGRPO_ALERT_REASON, PGRPO_LIVE_JSON)")
+    p.add_argument("--alert-on", nargs="*", metavar="MODE",
+                   help=f"the modes that alert (default with --on-alert: every mode; {_MODES_HELP})")
     p.add_argument("--idle-timeout", type=float, metavar="SECONDS",
                    help="end the watch when the log has not grown for this long (a job that died)")
 
@@ -100,8 +106,9 @@ def _replay(args):
     stopped = result["stopped"]
     decided = (f", decided by the read at step {stopped['read_step']:g}"
                if stopped and stopped.get("read_step") != stopped["step"] else "")
+    alerts = ", ".join(f"{a['mode']} at step {a['read_step']:g}" for a in result["alerts"]) or "none"
     print(f"replay of {args.log}: {len(result['reads'])} reads every {args.every} logged steps"
-          f"{' (synchronous)' if args.synchronous else ''}; first flagged: {first}; "
+          f"{' (synchronous)' if args.synchronous else ''}; first flagged: {first}; alerts: {alerts}; "
           + (f"stopped at step {stopped['step']:g}{decided} ({stopped['reason']})" if stopped else "not stopped"))
 
 
@@ -113,5 +120,5 @@ def _watch(args):
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
                              every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
-                             gold_reward=args.gold_reward)
+                             gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on)
     return outcome.exit_status
