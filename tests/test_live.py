@@ -531,10 +531,15 @@ def test_report_only_live_is_bookkeeping_and_a_stop_rule_is_trajectory():
     from pgrpo.grpo.training_config import bookkeeping_section, resolve_training, trajectory_section
 
     report_only = resolve_training({"live": {"every": 5}})
-    assert report_only["live"] == {"every": 5, "stop_on": [], "stop_if_plateau_below": None}  # merged onto defaults
+    assert report_only["live"] == {"every": 5, "stop_on": [], "stop_if_plateau_below": None,
+                                   "on_alert": None}  # merged onto defaults
     assert "live" not in trajectory_section(report_only) and "live" in bookkeeping_section(report_only)
     stopping = resolve_training({"live": {"stop_on": ["degeneracy"]}})
     assert "live" in trajectory_section(stopping) and "live" not in bookkeeping_section(stopping)
+    # the alert command never shapes the trajectory, stop rule or not
+    alerting = resolve_training({"live": {"stop_on": ["degeneracy"], "on_alert": "mail -s alert me"}})
+    assert trajectory_section(alerting) == trajectory_section(stopping)
+    assert trajectory_section(resolve_training({"live": {"on_alert": "true"}})) == trajectory_section(report_only)
     with pytest.raises(InputError, match="training.live.nonsense"):
         resolve_training({"live": {"nonsense": 1}})
 
@@ -543,7 +548,8 @@ def test_the_schema_takes_training_live(repo_root):
     from pgrpo.config import load_config
 
     config = load_config(repo_root / "config" / "config.yaml")
-    assert config["training"]["live"] == {"every": 10, "stop_on": [], "stop_if_plateau_below": None}
+    assert config["training"]["live"] == {"every": 10, "stop_on": [], "stop_if_plateau_below": None,
+                                          "on_alert": None}
 
 
 @pytest.mark.slow

@@ -108,3 +108,18 @@ def test_the_callback_calls_on_alert_and_an_alert_hook_that_raises_is_one_warnin
     assert [a["mode"] for a in got] == ["degeneracy"] and got[0]["read_step"] <= 60
     assert len(calls) == 1 and any("on_alert failed: RuntimeError: no network" in w for w in callback.warnings)
     assert "pgrpo live: alert at step" in capsys.readouterr().err
+
+
+def test_the_workflows_alert_command_gets_the_alert_in_its_environment(tmp_path):
+    """``training.live.on_alert`` (:func:`pgrpo.live.hooks.command_on_alert`) on an alert record of the callback; a
+    command that fails is an exit status, never an exception."""
+    from pgrpo.live.hooks import command_on_alert
+
+    marker = tmp_path / "alert.txt"
+    hook = command_on_alert(f'echo "$PGRPO_ALERT_MODE|$PGRPO_ALERT_READ_STEP|$PGRPO_ALERT_ONSET_STEP|'
+                            f'$PGRPO_ALERT_SEVERITY|$PGRPO_LIVE_JSON" > {marker}', tmp_path / "pgrpo" / "live.json")
+    record = {"mode": "degeneracy", "read_step": 50.0, "step": 50.0, "onset_step": None, "severity": "medium",
+              "reason": "degeneracy flagged (medium) at 2 consecutive read(s): stuck"}
+    assert hook(record) == 0
+    assert marker.read_text().strip() == f"degeneracy|50||medium|{tmp_path / 'pgrpo' / 'live.json'}"
+    assert command_on_alert("exit 7", "live.json")(record) == 7

@@ -285,13 +285,16 @@ def _step_log_callback_class():
 
 def _live_callback(training: dict, out: Path):
     """pgrpo.live.DynamicsCallback: ``out/pgrpo/live.json`` beside log.csv; report only unless ``training.live``
-    sets a stop rule."""
+    sets a stop rule; ``training.live.on_alert``: a shell command run once per alert (:mod:`pgrpo.live.hooks`)."""
     from pgrpo.live.callback import DynamicsCallback
+    from pgrpo.live.hooks import command_on_alert
 
     live = training["live"]
+    command = live.get("on_alert")
     return DynamicsCallback(every=live["every"], stop_on=live["stop_on"],
                             stop_if_plateau_below=live["stop_if_plateau_below"], reward_range=(0.0, 1.0),
-                            max_completion_length=training["max_completion_length"], output_dir=str(out))
+                            max_completion_length=training["max_completion_length"], output_dir=str(out),
+                            on_alert=command_on_alert(command, out / "pgrpo" / "live.json") if command else None)
 
 
 def _progress_callback_class():

@@ -125,7 +125,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "accelerate_config": None,  # launcher config for >1 GPU, e.g. config/accelerate/deepspeed_zero2.yaml
     "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
     # pgrpo.live.DynamicsCallback on every run (live.json beside log.csv); report only unless a stop rule is set
-    "live": {"every": 10, "stop_on": [], "stop_if_plateau_below": None},
+    "live": {"every": 10, "stop_on": [], "stop_if_plateau_below": None, "on_alert": None},
 }
 
 
@@ -217,9 +217,12 @@ def _bookkeeping(key: str, value: Any) -> bool:
 
 
 def trajectory_section(training: dict) -> dict:
-    """``training`` without its :data:`BOOKKEEPING_KEYS` (and ``live`` when report only): what rule train's params
-    and the fingerprint hold."""
-    return {key: value for key, value in training.items() if not _bookkeeping(key, value)}
+    """``training`` without its :data:`BOOKKEEPING_KEYS` (and ``live`` when report only; ``live.on_alert``, a command
+    run when the run alerts, always): what rule train's params and the fingerprint hold."""
+    out = {key: value for key, value in training.items() if not _bookkeeping(key, value)}
+    if isinstance(out.get("live"), dict):
+        out["live"] = {key: value for key, value in out["live"].items() if key != "on_alert"}
+    return out
 
 
 def bookkeeping_section(training: dict) -> dict:

@@ -7,8 +7,6 @@ replay's JSON written atomically.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -18,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.diagnose.records import RunCurves, plain
 from pgrpo.errors import InputError
+from pgrpo.live.hooks import alert_environment, run_command
 from pgrpo.live.page import live_html, live_payload
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
@@ -221,23 +220,10 @@ def _trainer_state_max_steps(file: Path) -> float | None:
 STOP_EXIT_STATUS = 3
 
 
-def _run_hook(flag: str, command: str, env: Mapping[str, str]) -> int:
-    """``command`` through the shell with ``env`` added to the environment; its exit status. A command that fails
-    is reported, never raised: the record it announces is already on disk."""
-    try:
-        done = subprocess.run(command, shell=True, env={**os.environ, **env}, check=False)
-    except OSError as error:
-        print(f"pgrpo watch: warning: {flag} could not run: {error}", file=sys.stderr, flush=True)
-        return 127
-    if done.returncode:
-        print(f"pgrpo watch: warning: {flag} exited {done.returncode}", file=sys.stderr, flush=True)
-    return done.returncode
-
-
 def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> int:
     """``--on-stop``: ``command`` through the shell with the stop in its environment (``PGRPO_STOP_MODE``,
     ``PGRPO_STOP_STEP``, ``PGRPO_STOP_READ_STEP``, ``PGRPO_STOP_REASON``, ``PGRPO_STOP_JSON``); its exit status."""
-    return _run_hook("--on-stop", command, {
+    return run_command("--on-stop", command, {
         "PGRPO_STOP_MODE": str(stopped["mode"]), "PGRPO_STOP_STEP": f"{stopped['step']:g}",
         "PGRPO_STOP_READ_STEP": f"{stopped['read_step']:g}", "PGRPO_STOP_REASON": str(stopped["reason"]),
         "PGRPO_STOP_JSON": str(stop_json)})
@@ -246,13 +232,8 @@ def run_on_stop(command: str, stopped: Mapping[str, Any], stop_json: Path) -> in
 def run_on_alert(command: str, alert: Mapping[str, Any], live_json: Path) -> int:
     """``--on-alert``: ``command`` through the shell with the alert in its environment (``PGRPO_ALERT_MODE``,
     ``PGRPO_ALERT_READ_STEP``, ``PGRPO_ALERT_ONSET_STEP`` (empty when not known), ``PGRPO_ALERT_SEVERITY``,
-    ``PGRPO_ALERT_REASON``, ``PGRPO_LIVE_JSON``); its exit status."""
-    onset = alert.get("onset_step")
-    return _run_hook("--on-alert", command, {
-        "PGRPO_ALERT_MODE": str(alert["mode"]), "PGRPO_ALERT_READ_STEP": f"{alert['read_step']:g}",
-        "PGRPO_ALERT_ONSET_STEP": f"{onset:g}" if isinstance(onset, (int, float)) else "",
-        "PGRPO_ALERT_SEVERITY": str(alert.get("severity") or ""), "PGRPO_ALERT_REASON": str(alert["reason"]),
-        "PGRPO_LIVE_JSON": str(live_json)})
+    ``PGRPO_ALERT_REASON``, ``PGRPO_LIVE_JSON``: :func:`pgrpo.live.hooks.alert_environment`); its exit status."""
+    return run_command("--on-alert", command, alert_environment(alert, live_json))
 
 
 @dataclass
