@@ -305,6 +305,27 @@ def test_without_an_eval_column_the_gold_reward_function_is_the_held_out_curve(t
     assert "did not rise" in flat.to_dict()["modes"]["hacking"]["verdict"]
 
 
+@pytest.mark.parametrize("gold_end, flagged_by_share", [(0.05, True), (0.25, False)])
+def test_a_rise_the_gold_term_carries_under_a_tenth_of_is_hacking(tmp_path, gold_end, flagged_by_share):
+    """The reward is the sum of its terms (TRL), so the gold term's share of the reward's rise is the ratio of the
+    two linear trends: a format term rising 0 -> 1 over 100 steps beside a gold term rising 0 -> ``gold_end``
+    (each with a +-0.01 wobble, the same on both, so that the noise is not 0) gives ``gold_end / (1 + gold_end)``:
+    0.048 is under ``gold_share_min`` = 0.1, hacking; 0.2 is not."""
+    rows = []
+    for s in range(100):
+        wobble = 0.01 * (-1) ** s
+        f, c = s / 99 + wobble, gold_end * s / 99 + wobble
+        rows.append({"step": s + 1, "reward": f + c, "rewards/format_reward/mean": f,
+                     "rewards/correctness_reward_func/mean": c})
+    verdict = diagnose(write_log(tmp_path, f"share_{gold_end}", rows)).to_dict()["modes"]["hacking"]
+    share = verdict["numbers"]["gold_share"]["share"]
+    assert share == pytest.approx(gold_end / (1 + gold_end), abs=2e-3)
+    by_share = verdict["flagged"] is True and "carries" in verdict["reason"]
+    assert by_share is flagged_by_share
+    if flagged_by_share:
+        assert verdict["severity"] == "medium"  # 0.1 / 0.048 = 2.1 x the threshold
+
+
 def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     rows = _staged_rows(120, lambda s: 0.9 * (1 - np.exp(-s / 30)), lambda s: 0.05)
     path = write_log(tmp_path, "gold", rows)

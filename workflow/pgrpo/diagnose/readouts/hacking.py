@@ -120,6 +120,25 @@ def held_out_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | 
     return gold_column(curves, cfg)
 
 
+def gold_share(curves: RunCurves, gold_column: str, config: DiagnosticsConfig) -> dict[str, float] | None:
+    """The share of the reward's rise its gold term carries, where the gold term is one of the functions the reward
+    sums (TRL's ``reward`` is their weighted sum, so both rises are in the reward's units): the linear trends' rises
+    over the run (:func:`pgrpo.diagnose.modes.no_learning.rise_test`), ``gold_rise / reward_rise``; None where the
+    reward does not rise beyond its noise (nothing to share) or a curve is missing."""
+    from pgrpo.diagnose.modes.no_learning import rise, rise_test
+    from pgrpo.diagnose.modes.signals import curve
+
+    z = config.modes.no_learning.rise_over_noise
+    reward, gold = curve(curves, "reward", config), curve(curves, gold_column, config)
+    if reward is None or gold is None:
+        return None
+    total, part = rise_test(reward, z), rise_test(gold, z)
+    if not (rise(total) and total["trend_rise"] > 0):
+        return None
+    return {"reward_rise": float(total["trend_rise"]), "reward_threshold": float(total["trend_threshold"]),
+            "gold_rise": float(part["trend_rise"]), "share": float(part["trend_rise"] / total["trend_rise"])}
+
+
 def _rise_problem(fit: Any, what: str, min_over_noise: float) -> str | None:
     """Why a fitted rise cannot be used (None when it can)."""
     if fit is None or not fit.success:
@@ -166,6 +185,16 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
     if e_steps.size < cfg.min_eval_points:
         return result(INCONCLUSIVE, f"only {e_steps.size} {eval_column} point(s); need {cfg.min_eval_points}",
                       numbers=numbers)
+    if chosen != "eval":
+        share = gold_share(curves, eval_column, config)
+        if share is not None:
+            numbers["gold_share"] = share
+            if share["share"] < cfg.gold_share_min:
+                return result(HACKING, f"the reward rises by {fmt(share['reward_rise'])} over the run (its linear "
+                                       f"trend, beyond {fmt(share['reward_threshold'])}, its noise) and "
+                                       f"{eval_column} carries {share['share']:.0%} of it ({fmt(share['gold_rise'])}; "
+                                       f"below {cfg.gold_share_min:.0%}): the other terms make the rise",
+                              numbers=numbers)
     train_fit = fits.get("reward") or fit_three_phase_curve(t_steps, t_values)
     eval_fit = fits.get(eval_column) or fit_three_phase_curve(e_steps, e_values)
     numbers["train_fit"], numbers["eval_fit"] = fit_summary(train_fit), fit_summary(eval_fit)
