@@ -428,7 +428,7 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name(default.headroom, "+ headroom of a reward not yet rising (declared range)", "- headroom of a reward not "
              "yet rising"): default.replace(headroom=not default.headroom),
         **{f"forecaster: point forecast {center}": default.replace(center=center)
-           for center in ("draws", "best", "recenter") if center != default.center},
+           for center in ("auto", "draws", "best", "recenter") if center != default.center},
     }
 
 
