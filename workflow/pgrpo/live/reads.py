@@ -59,6 +59,13 @@ DEFAULT_FORECAST_EVERY = 3
 DEFAULT_LAG_READS = 1
 
 
+def check_modes(key: str, modes: Sequence[str]) -> None:
+    """An :class:`InputError` naming ``live <key>`` and the modes of ``modes`` that are not failure modes."""
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise InputError(f"live {key}: unknown mode(s) {', '.join(map(str, unknown))} (known: {', '.join(MODES)})")
+
+
 @dataclass(frozen=True)
 class LiveSettings:
     """What the callback, ``pgrpo replay`` and ``pgrpo watch`` share: the read cadence (``every`` logged training
@@ -94,9 +101,7 @@ class LiveSettings:
             raise InputError(f"live window_rows: must be an integer >= 1, got {self.window_rows!r}")
         if self.rule_set not in ("ours", "toolkit"):
             raise InputError(f"live rule_set: must be 'ours' or 'toolkit', got {self.rule_set!r}")
-        unknown = [m for m in self.stop_on if m not in MODES]
-        if unknown:
-            raise InputError(f"live stop_on: unknown mode(s) {', '.join(map(str, unknown))} (known: {', '.join(MODES)})")
+        check_modes("stop_on", self.stop_on)
         if self.stop_if_plateau_below is not None and (isinstance(self.stop_if_plateau_below, bool) or not isinstance(
                 self.stop_if_plateau_below, (int, float)) or not math.isfinite(self.stop_if_plateau_below)):
             raise InputError(f"live stop_if_plateau_below: must be a number, got {self.stop_if_plateau_below!r}")
@@ -476,7 +481,6 @@ class StopRules:
         return None
 
 
-
 class AlertRules:
     """Report-only alerts: the stop rules' criterion (:class:`StopRules`: severity at least medium at
     ``consecutive_reads`` reads in a row; a phase mode's phase long enough) for each mode of ``modes`` (None: every
@@ -485,9 +489,7 @@ class AlertRules:
     false-alarm rate; the plateau rule is not an alert. :meth:`update` returns the decisions a read completes."""
 
     def __init__(self, settings: LiveSettings, modes: Sequence[str] | None = None):
-        unknown = [m for m in (modes or ()) if m not in MODES]
-        if unknown:
-            raise InputError(f"live alert_on: unknown mode(s) {', '.join(map(str, unknown))} (known: {', '.join(MODES)})")
+        check_modes("alert_on", modes or ())
         self.settings = replace(settings, stop_on=(), stop_if_plateau_below=None)
         self.modes = tuple(modes) if modes else None
         self.rules: dict[str, StopRules] = {}

@@ -227,9 +227,9 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
         task = str(info.get("task", ""))
         if declared is None and re.search(r"\bbinary\b", task, re.IGNORECASE) and "correctness" in task.lower():
             declared = [0.0, 1.0]
-        parts = reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float),
-                                  {fn: frame[c].to_numpy(float) for fn, c in reward_function_columns(frame.columns).items()}
-                                  ) if "reward" in frame.columns else None
+        functions = {fn: frame[c].to_numpy(float) for fn, c in reward_function_columns(frame.columns).items()}
+        parts = (reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), functions)
+                 if "reward" in frame.columns else None)
         for column in ("reward", "eval_reward"):
             if column not in frame.columns:
                 continue

@@ -30,9 +30,6 @@ from pgrpo.diagnose.settings import DiagnosticsConfig
 from pgrpo.fit.intervals import robust_noise_sd
 from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
 
-#: the reward functions' columns after normalisation (``rewards/<fn>/mean``)
-
-
 def noise_sd(values: Sequence[float]) -> float:
     """Per-point noise s.d. from first differences (module docstring; :func:`pgrpo.fit.intervals.robust_noise_sd`
     with the sample s.d. as its fallback); NaN with fewer than 3 values."""
@@ -132,8 +129,8 @@ def silent_functions(curves: RunCurves, min_points: int) -> list[dict[str, Any]]
         spread = column[: -len("mean")] + "std"
         if curves.has(spread) and float(np.nanmax(np.abs(curves.series(spread)[1]))) > 1e-12:
             continue
-        out.append({"function": REWARD_FUNCTION_MEAN.match(column)["fn"], "value": float(values[0]), "points": int(values.size),
-                    "first_step": float(steps[0]), "last_step": float(steps[-1])})
+        out.append({"function": REWARD_FUNCTION_MEAN.match(column)["fn"], "value": float(values[0]),
+                    "points": int(values.size), "first_step": float(steps[0]), "last_step": float(steps[-1])})
     return out
 
 

@@ -26,9 +26,10 @@ from pgrpo.diagnose.records import (
     DiagnosticResult,
     RunCurves,
 )
-from pgrpo.diagnose.modes.signals import components
-from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
+from pgrpo.diagnose.modes.no_learning import rise, rise_test
+from pgrpo.diagnose.modes.signals import components, curve
 from pgrpo.diagnose.settings import DiagnosticsConfig, RewardHackingConfig
+from pgrpo.grpo.run_log import REWARD_FUNCTION_MEAN
 
 
 def normalized_progress(values: np.ndarray, r0: float, r_inf: float) -> np.ndarray:
@@ -125,9 +126,6 @@ def gold_share(curves: RunCurves, gold_column: str, config: DiagnosticsConfig) -
     sums (TRL's ``reward`` is their weighted sum, so both rises are in the reward's units): the linear trends' rises
     over the run (:func:`pgrpo.diagnose.modes.no_learning.rise_test`), ``gold_rise / reward_rise``; None where the
     reward does not rise beyond its noise (nothing to share) or a curve is missing."""
-    from pgrpo.diagnose.modes.no_learning import rise, rise_test
-    from pgrpo.diagnose.modes.signals import curve
-
     z = config.modes.no_learning.rise_over_noise
     reward, gold = curve(curves, "reward", config), curve(curves, gold_column, config)
     if reward is None or gold is None:
