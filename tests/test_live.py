@@ -528,18 +528,29 @@ def test_a_callback_given_last_moves_ahead_of_the_trackers_when_training_begins(
 
 
 def test_report_only_live_is_bookkeeping_and_a_stop_rule_is_trajectory():
-    from pgrpo.grpo.training_config import bookkeeping_section, resolve_training, trajectory_section
+    from pgrpo.grpo.training_config import (BOOKKEEPING_KEYS, bookkeeping_section, resolve_training,
+                                            trajectory_section)
 
     report_only = resolve_training({"live": {"every": 5}})
     assert report_only["live"] == {"every": 5, "stop_on": [], "stop_if_plateau_below": None,
                                    "on_alert": None}  # merged onto defaults
     assert "live" not in trajectory_section(report_only) and "live" in bookkeeping_section(report_only)
     stopping = resolve_training({"live": {"stop_on": ["degeneracy"]}})
-    assert "live" in trajectory_section(stopping) and "live" not in bookkeeping_section(stopping)
+    assert "live" in trajectory_section(stopping) and bookkeeping_section(stopping) == {
+        **{k: v for k, v in stopping.items() if k in BOOKKEEPING_KEYS}, "live": {"on_alert": None}}
     # the alert command never shapes the trajectory, stop rule or not
     alerting = resolve_training({"live": {"stop_on": ["degeneracy"], "on_alert": "mail -s alert me"}})
     assert trajectory_section(alerting) == trajectory_section(stopping)
     assert trajectory_section(resolve_training({"live": {"on_alert": "true"}})) == trajectory_section(report_only)
+    # the two parts are the whole section, each key (and each live sub-key) in exactly one
+    for training in (report_only, stopping, alerting):
+        trajectory, bookkeeping = trajectory_section(training), bookkeeping_section(training)
+        for key, value in training.items():
+            if isinstance(value, dict) and key in trajectory and key in bookkeeping:
+                assert {**trajectory[key], **bookkeeping[key]} == value
+                assert not set(trajectory[key]) & set(bookkeeping[key])
+            else:
+                assert (key in trajectory) != (key in bookkeeping) and value == {**trajectory, **bookkeeping}[key]
     with pytest.raises(InputError, match="training.live.nonsense"):
         resolve_training({"live": {"nonsense": 1}})
 

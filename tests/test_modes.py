@@ -338,8 +338,21 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     for row in rows:
         row["rewards/exact_match/mean"] = row["rewards/correctness_reward_func/mean"]
         row["reward"] += row["rewards/exact_match/mean"]
-    several = diagnose(write_log(tmp_path, "two_gold", rows)).to_dict()["modes"]["hacking"]
+    # gold_names in order of preference: "correct" comes before "exact", so correctness decides ...
+    first = diagnose(write_log(tmp_path, "two_gold", rows)).to_dict()["modes"]["hacking"]
+    assert first["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
+    # ... and two functions matched by the same first word are ambiguous
+    several = diagnose_log(str(write_log(tmp_path, "two_gold_b", rows)), config=diagnostics_config(
+        {"reward_hacking": {"gold_names": ["exact", "correct"], "not_gold_names": ["format"]}}))
+    several = several.to_dict()["modes"]["hacking"]
+    assert several["numbers"]["eval_column"] == "rewards/exact_match/mean"
+    for row in rows:
+        row["rewards/exactness/mean"] = row["rewards/exact_match/mean"]
+    several = diagnose_log(str(write_log(tmp_path, "two_gold_c", rows)), config=diagnostics_config(
+        {"reward_hacking": {"gold_names": ["exact", "correct"]}})).to_dict()["modes"]["hacking"]
     assert several["flagged"] is None and "several reward functions" in several["reason"]
+    for row in rows:
+        row["reward"] -= row.pop("rewards/exactness/mean")
     for row in rows:  # a penalty named "incorrect..." is no gold term: the one gold name is back to one function
         row["rewards/incorrect_answer_penalty/mean"] = row.pop("rewards/exact_match/mean")
     one = diagnose_log(str(write_log(tmp_path, "penalty", rows)), config=diagnostics_config(
@@ -347,11 +360,16 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     assert one["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
     with pytest.raises(InputError, match="gold_reward"):
         diagnostics_config({"reward_hacking": {"gold_reward": 3}})
-    for row in rows:  # no gold name at all (the Qwen3 recipe's check_answer): the reason lists what to declare
+    for row in rows:  # Unsloth's Qwen3 / Gemma3 recipes score the answer with check_answer: "answer" names it,
+        # and the penalty's "answer" does not count (a word beginning with "penal" rules a function out)
         row["rewards/check_answer/mean"] = row.pop("rewards/correctness_reward_func/mean")
+    checked = diagnose(write_log(tmp_path, "check_answer", rows)).to_dict()["modes"]["hacking"]
+    assert checked["numbers"]["eval_column"] == "rewards/check_answer/mean" and checked["flagged"] is True
+    for row in rows:  # no gold name at all: the reason lists what to declare
+        row["rewards/check_numbers/mean"] = row.pop("rewards/check_answer/mean")
     unnamed = diagnose(write_log(tmp_path, "unnamed", rows)).to_dict()["modes"]["hacking"]
     assert unnamed["flagged"] is None and "--gold-reward FN, of: " in unnamed["reason"]
-    assert "check_answer" in unnamed["reason"] and "incorrect_answer_penalty" in unnamed["reason"]
+    assert "check_numbers" in unnamed["reason"] and "incorrect_answer_penalty" in unnamed["reason"]
 
 
 @pytest.mark.parametrize("tokens, expected", [(3.0, True), (0.0, True), (110.0, False)])

@@ -26,9 +26,11 @@ class RewardHackingConfig:
     min_rise_over_noise: float = 2.0  # a fitted rise R_inf - R0 smaller than this x residual s.d. is unresolved
     # without an eval column, the reward function that scores the task itself stands in for the held-out curve
     # (a reward of two or more functions): this one by name, else the one with a word of its name that begins
-    # with one of gold_names (any case) and none that begins with "format"
+    # with one of gold_names (any case; in order of preference: the first word that matches decides) and none
+    # that begins with one of not_gold_names (a format term or a penalty does not score the task)
     gold_reward: str | None = None
-    gold_names: tuple[str, ...] = ("correct", "accura", "exact", "gold", "verif")
+    gold_names: tuple[str, ...] = ("correct", "accura", "exact", "gold", "verif", "answer")
+    not_gold_names: tuple[str, ...] = ("format", "penal")
     # a reward rising beyond its noise whose gold term (a term of its sum) carries less than this share of the rise
     gold_share_min: float = 0.1
 

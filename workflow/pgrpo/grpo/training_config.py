@@ -212,22 +212,41 @@ def live_stops(live: Any) -> bool:
     return isinstance(live, dict) and bool(live.get("stop_on") or live.get("stop_if_plateau_below") is not None)
 
 
+#: Sub-keys of a ``training:`` section that never shape the trajectory, even where the section does (``live`` with
+#: a stop rule): the command run on an alert reads the log and changes no step.
+BOOKKEEPING_SUBKEYS: dict[str, tuple[str, ...]] = {"live": ("on_alert",)}
+
+
 def _bookkeeping(key: str, value: Any) -> bool:
     return key in BOOKKEEPING_KEYS or (key == "live" and not live_stops(value))
 
 
+def _split_section(key: str, value: Any) -> tuple[Any, Any]:
+    """A trajectory section's (trajectory part, bookkeeping part) by :data:`BOOKKEEPING_SUBKEYS` (None: empty)."""
+    subkeys = BOOKKEEPING_SUBKEYS.get(key, ())
+    if not subkeys or not isinstance(value, dict):
+        return value, None
+    kept = {k: v for k, v in value.items() if k not in subkeys}
+    told = {k: v for k, v in value.items() if k in subkeys}
+    return kept, (told or None)
+
+
 def trajectory_section(training: dict) -> dict:
-    """``training`` without its :data:`BOOKKEEPING_KEYS` (and ``live`` when report only; ``live.on_alert``, a command
-    run when the run alerts, always): what rule train's params and the fingerprint hold."""
-    out = {key: value for key, value in training.items() if not _bookkeeping(key, value)}
-    if isinstance(out.get("live"), dict):
-        out["live"] = {key: value for key, value in out["live"].items() if key != "on_alert"}
-    return out
+    """``training`` without its :data:`BOOKKEEPING_KEYS` (and ``live`` when report only) and without the
+    :data:`BOOKKEEPING_SUBKEYS` of the sections it keeps: what rule train's params and the fingerprint hold."""
+    return {key: _split_section(key, value)[0] for key, value in training.items() if not _bookkeeping(key, value)}
 
 
 def bookkeeping_section(training: dict) -> dict:
-    """The :data:`BOOKKEEPING_KEYS` of ``training`` present in it (and ``live`` when report only)."""
-    return {key: value for key, value in training.items() if _bookkeeping(key, value)}
+    """The rest of ``training``: its :data:`BOOKKEEPING_KEYS` present (and ``live`` when report only), and the
+    :data:`BOOKKEEPING_SUBKEYS` of the sections :func:`trajectory_section` keeps."""
+    out = {}
+    for key, value in training.items():
+        if _bookkeeping(key, value):
+            out[key] = value
+        elif (told := _split_section(key, value)[1]) is not None:
+            out[key] = told
+    return out
 
 
 #: resources.gpus > 0 without CUDA stops the run (it would train on the CPU in fp32) unless this is "1": a CPU test

@@ -346,7 +346,7 @@ class DynamicsCallback(TrainerCallback):
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(keys)
         for alert in self._alert_rules.update(read):
-            record = {**alert.to_dict(), "read_step": float(alert.step), "step": float(state.global_step)}
+            record = alert.record(state.global_step)
             self.alerts.append(record)
             self._say(f"alert at step {alert.step:g}: {alert.reason}", state)
             if self.on_alert is not None and getattr(state, "is_world_process_zero", True):
@@ -356,8 +356,7 @@ class DynamicsCallback(TrainerCallback):
                     self._warn(f"on_alert failed: {type(error).__name__}: {error}", state)
         decision = self._rules.update(read)
         if decision is not None:
-            self.stopped = {**decision.to_dict(), "read_step": float(decision.step),
-                            "step": float(state.global_step), "lag_reads": int(lag_reads)}
+            self.stopped = decision.record(state.global_step, lag_reads=int(lag_reads))
             control.should_save = True  # the checkpoint first, then the stop
             control.should_training_stop = True
             lag = f" (decided by the read at step {decision.step:g})" if lag_reads else ""

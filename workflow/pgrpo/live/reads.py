@@ -419,6 +419,17 @@ class StopDecision:
         return plain({"step": self.step, "mode": self.mode, "onset_step": self.onset_step, "severity": self.severity,
                       "reason": self.reason, "forecast": self.forecast})
 
+    def record(self, step: float | None = None, brief: bool = False, **extra: Any) -> dict[str, Any]:
+        """The record a stop or an alert is told with (``stop.json``, the callback's ``alerts`` and ``on_alert``,
+        ``pgrpo watch``, ``pgrpo replay``'s JSON): the decision with ``read_step`` (the step of the read that
+        decided) and ``step`` (where it took effect; default the read's), plus ``extra``; ``brief`` leaves out the
+        forecast."""
+        out = {**self.to_dict(), "read_step": float(self.step), "step": float(self.step if step is None else step),
+               **extra}
+        if brief:
+            out.pop("forecast")
+        return plain(out)
+
 
 class StopRules:
     """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, or the

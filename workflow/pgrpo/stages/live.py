@@ -86,12 +86,11 @@ class ScheduledReads:
             step = float(points[index])
             read = self.read(curves_up_to(curves, step), index, total_steps)
             if self.alerts is not None:
-                self.new_alerts += [plain({**a.to_dict(), "read_step": step, "step": float(curves.last_step),
-                                           "source": curves.source}) for a in self.alerts.update(read)]
+                self.new_alerts += [a.record(curves.last_step, source=curves.source)
+                                    for a in self.alerts.update(read)]
             decision = self.rules.update(read)
             if decision is not None:
-                return plain({**decision.to_dict(), "read_step": step, "step": float(curves.last_step),
-                              "lag_reads": 0, "source": curves.source})
+                return decision.record(curves.last_step, lag_reads=0, source=curves.source)
         return None
 
 
@@ -135,14 +134,13 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
             if s.size >= MIN_POINTS_FOR_K:
                 theory["measured"] = measured_theory(s, v, *config)
         if decided is not None:  # applied at this read's step: training stops here, this is its last read
-            stopped = {**decided.to_dict(), "read_step": decided.step, "step": float(step)}
+            stopped = decided.record(step)
             break
         if index < len(points):  # the read at the end of training stops nothing
-            alerts += [{"read_step": float(a.step), "mode": a.mode, "onset_step": a.onset_step,
-                        "severity": a.severity, "reason": a.reason} for a in schedule.alerts.update(read)]
+            alerts += [a.record(brief=True) for a in schedule.alerts.update(read)]
             decision = schedule.rules.update(read)
             if decision is not None and lag_reads == 0:
-                stopped = {**decision.to_dict(), "read_step": decision.step}
+                stopped = decision.record()
                 break
             if decision is not None and index + 1 < len(points):
                 decided = decision

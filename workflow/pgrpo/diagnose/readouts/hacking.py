@@ -88,10 +88,13 @@ def rolling_coupling_ratio(
 
 def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None, str]:
     """The reward function that scores the task itself, as ``(column, how it was chosen)``: ``gold_reward`` when
-    declared (its column ``rewards/<fn>/mean``, or the name as given), else the one ``rewards/<fn>/mean`` with a word
-    of its name (split at anything but letters and digits, lower case) that begins with one of ``gold_names``
-    (``correctness_reward_func``, ``accuracy``; not ``incorrect_penalty``) and none that begins with ``format``; ``(None, why not)`` when the reward has fewer than two functions,
-    none or several match, or the declared one was not logged."""
+    declared (its column ``rewards/<fn>/mean``, or the name as given), else a ``rewards/<fn>/mean`` with a word of
+    its name (split at anything but letters and digits, lower case) that begins with one of ``gold_names`` and none
+    that begins with one of ``not_gold_names`` (``correctness_reward_func``, ``accuracy``, ``check_answer``; not
+    ``incorrect_penalty``, ``answer_format``, ``answer_recall_penalty``). ``gold_names`` are in order of preference:
+    the functions matched by the first word that matches any are the candidates (``correctness`` before
+    ``check_answer``). ``(None, why not)`` when the reward has fewer than two functions, none or several
+    candidates match, or the declared one was not logged."""
     functions = components(curves)
     if cfg.gold_reward is not None:
         for column in (f"rewards/{cfg.gold_reward}/mean", cfg.gold_reward):
@@ -100,12 +103,16 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
         return None, f"the declared gold reward {cfg.gold_reward!r} was not logged"
     if len(functions) < 2:
         return None, "no eval column and fewer than two reward functions logged"
-    words = [word.lower() for word in cfg.gold_names]
     names = {c: REWARD_FUNCTION_MEAN.match(c)["fn"] for c in functions}
     tokens = {c: re.findall(r"[a-z0-9]+", name.lower()) for c, name in names.items()}
-    matches = [c for c, parts in tokens.items()
-               if any(part.startswith(word) for part in parts for word in words)
-               and not any(part.startswith("format") for part in parts)]
+    excluded = [word.lower() for word in cfg.not_gold_names]
+    eligible = {c: parts for c, parts in tokens.items()
+                if not any(part.startswith(word) for part in parts for word in excluded)}
+    matches: list[str] = []
+    for word in (w.lower() for w in cfg.gold_names):
+        matches = [c for c, parts in eligible.items() if any(part.startswith(word) for part in parts)]
+        if matches:
+            break
     if len(matches) != 1:
         return None, (f"no reward function named as scoring the task (declare the one that does with --gold-reward "
                       f"FN, of: {', '.join(names.values())})" if not matches else
@@ -188,6 +195,7 @@ def reward_hacking(curves: RunCurves, config: DiagnosticsConfig | None = None,
         if share is not None:
             numbers["gold_share"] = share
             if share["share"] < cfg.gold_share_min:
+                numbers["decided_by"] = "gold_share"
                 return result(HACKING, f"the reward rises by {fmt(share['reward_rise'])} over the run (its linear "
                                        f"trend, beyond {fmt(share['reward_threshold'])}, its noise) and "
                                        f"{eval_column} carries {share['share']:.0%} of it ({fmt(share['gold_rise'])}; "
