@@ -50,6 +50,34 @@ def test_p_highest_pairs_brier_by_hand():
     assert pairs_ordered([1, 2, 3], [10, 10.01, 30], tolerance=0.1) == 1.0  # the near tie is not a pair
 
 
+def test_a_pair_the_truth_does_not_settle_is_not_scored():
+    """Ends estimated with s.e. 0.03 each: 1.00 and 1.05 differ by 0.05, under twice the s.e. of the difference
+    (2 x 0.03 sqrt 2 = 0.085), so their order is unknown and only the two other pairs count; a score that swaps the
+    unsettled pair is right on both settled ones. Known truths (no s.e.) count all three."""
+    from pgrpo.fit.decisions import settled_pairs
+
+    truth, se, score = [1.0, 1.05, 2.0], [0.03, 0.03, 0.03], [1.0, 0.9, 3.0]
+    assert settled_pairs(truth, 0.0, se, 2.0) == [(0, 2), (1, 2)]
+    assert pairs_ordered(score, truth, 0.0, se, 2.0) == 1.0
+    assert pairs_ordered(score, truth) == pytest.approx(2 / 3)
+    assert settled_pairs(truth, 0.0, [0.01, 0.01, 0.01], 2.0) == [(0, 1), (0, 2), (1, 2)]  # 0.05 > 0.028
+    assert np.isnan(pairs_ordered(score, [1.0, 1.0, 1.0]))  # no pair at all
+
+
+def test_the_s_e_of_the_reference_s_end_is_that_of_least_squares_for_a_wide_kernel():
+    """With a kernel far wider than the span the local-linear smoother is the least-squares line, and the s.e. of the
+    mean of its last k fitted values is sigma sqrt(1/n + (tbar_k - tbar)^2 / Sxx) (ordinary regression)."""
+    from pgrpo.fit.truth import Reference, _local_linear_hat
+
+    t = np.arange(0, 50, 1.0)
+    hat = _local_linear_hat(t, 1e6)
+    ref = Reference(np.zeros(t.size), np.zeros(t.size), 1e6, 0.1, hat)
+    k = 5
+    expected = 0.1 * np.sqrt(1 / t.size + (t[-k:].mean() - t.mean()) ** 2 / np.sum((t - t.mean()) ** 2))
+    assert ref.se_of_mean(k) == pytest.approx(expected, rel=1e-6)
+    assert np.isnan(Reference(np.zeros(3), np.zeros(3), 1.0).se_of_mean(2))  # no hat: unknown
+
+
 def test_the_stop_rule_by_hand():
     draws = [np.full(100, 0.9), np.r_[np.full(97, 0.2), np.full(3, 0.95)], np.r_[np.full(90, 0.3), np.full(10, 1.0)]]
     stop, p, best = stop_decisions(draws, levels=[0.6, 0.4, 0.5])

@@ -378,7 +378,7 @@ def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractio
                     tail = min(max(1, int(round(PLATEAU_SHARE * curve.steps.size))), steps.size)
                     sweeps.setdefault((curve.sweep, fraction, name), []).append((
                         curve, np.mean(prediction.mean_draws[:, -tail:], axis=1), row["plateau_forecast"],
-                        smoothed_level(y)[0], row["plateau_true"]))
+                        smoothed_level(y)[0], row["plateau_true"], row.get("plateau_true_se", 0.0)))
             rows.extend(panel_rows(rows[first_row:]))
         if progress:
             progress(curve.id)
@@ -458,7 +458,7 @@ def sweep_rows(sweeps: Mapping[tuple, Sequence[tuple]]) -> list[dict[str, Any]]:
         span = float(r_range[1] - r_range[0]) if r_range is not None else float(
             np.ptp(np.concatenate([m[0].values for m in members]))) or 1.0
         scores = score_sweep([m[1] for m in members], [m[2] for m in members], [m[3] for m in members],
-                             [m[4] for m in members], fraction, span)
+                             [m[4] for m in members], fraction, span, true_final_se=[m[5] for m in members])
         out.append({"kind": "sweep", "curve": sweep, "part": first.part, "split": first.split, "fraction": fraction,
                     "method": method, "success": True, **({"family": first.family} if first.family else {}),
                     **scores})
@@ -592,12 +592,12 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
     return with_recalibration(out, skip_suffix=f": {SEEDS_TRUTH}")
 
 
-DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share")
+DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs")
 
 
 def _with_decisions(summary: list[dict[str, Any]], sweeps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The summary rows with the mean decision scores of the cell's sweeps (``sweeps``: their number; the stop
-    rule's loss: the largest over the sweeps)."""
+    rule's loss: the largest over the sweeps; ``pairs``: the pairs whose order the truth settles, summed)."""
     for row in summary:
         scope = row["part"]
         members = [r for r in sweeps if r["method"] == row["method"] and abs(r["fraction"] - row["fraction"]) < 1e-9
@@ -607,7 +607,8 @@ def _with_decisions(summary: list[dict[str, Any]], sweeps: Sequence[Mapping[str,
         for key in DECISION_FIELDS:
             values = [r.get(key, np.nan) for r in members]
             finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(float(v))]
-            row[key] = (max(finite) if key == "stop_loss_share" else _mean(finite)) if finite else float("nan")
+            pick = {"stop_loss_share": max, "pairs": sum}.get(key, _mean)
+            row[key] = pick(finite) if finite else float("nan")
     return summary
 
 

@@ -6,7 +6,9 @@ a run reaches a target level, which runs of a sweep end highest, and which ones 
   "not within the horizon" where fewer than half do;
 * :func:`p_highest`: ``P(run i ends highest)`` from independent plateau draws of the runs (the share of joint
   draws in which run ``i``'s plateau is the largest);
-* :func:`pairs_ordered`: the share of pairs of runs a score orders as the truth does;
+* :func:`pairs_ordered`: the share of pairs of runs a score orders as the truth does, over the pairs whose order
+  the truth settles (:func:`settled_pairs`: their true ends differ by more than 1% of the range and, where the truth
+  is the denoised reference, by more than twice the s.e. of their difference);
 * :func:`brier`: the multi-class Brier score ``sum_i (p_i - 1[i is the best])^2`` of those probabilities;
 * :func:`stop_decisions`: the stop rule of Domhan et al. (2015): stop a run when ``P(its plateau > the best level
   seen so far) < threshold`` (0.05), and :func:`stop_rule_outcome` its saving (the share of the sweep's steps not
@@ -15,6 +17,7 @@ a run reaches a target level, which runs of a sweep end highest, and which ones 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -22,6 +25,11 @@ import numpy as np
 
 #: Domhan et al.'s threshold: a run whose plateau beats the best so far with probability below it is stopped
 STOP_THRESHOLD = 0.05
+
+#: a pair of runs counts toward the pairs ordered right when their true ends differ by more than this share of the
+#: reward's range and, where the truth is an estimate (the denoised reference), by more than this many s.e. of
+#: their difference: an order the truth does not settle is not one a forecast can get right
+PAIR_TOLERANCE_SHARE, PAIR_TOLERANCE_Z = 0.01, 2.0
 
 
 @dataclass
@@ -97,20 +105,28 @@ def p_highest(plateau_draws: Sequence[np.ndarray], seed: int = 0) -> np.ndarray:
     return (winners / winners.sum(axis=0, keepdims=True)).mean(axis=1)
 
 
-def pairs_ordered(score: Sequence[float], truth: Sequence[float], tolerance: float = 0.0) -> float:
-    """The share of pairs ``(i, j)`` whose true values differ by more than ``tolerance`` that ``score`` orders the
-    same way (a tie in ``score`` counts half); NaN without such a pair."""
+def settled_pairs(truth: Sequence[float], tolerance: float = 0.0, truth_se: Sequence[float] | None = None,
+                  z: float = 0.0) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, whose true values differ by more than ``tolerance`` and, given the truths'
+    s.e., by more than ``z sqrt(se_i^2 + se_j^2)``: the pairs whose order the truth itself settles."""
+    truth = np.asarray(truth, float)
+    se = np.zeros(truth.size) if truth_se is None else np.nan_to_num(np.asarray(truth_se, float), nan=0.0)
+    return [(i, j) for i in range(truth.size) for j in range(i + 1, truth.size)
+            if np.isfinite(truth[i] - truth[j])
+            and abs(truth[i] - truth[j]) > max(tolerance, z * math.hypot(se[i], se[j]))]
+
+
+def pairs_ordered(score: Sequence[float], truth: Sequence[float], tolerance: float = 0.0,
+                  truth_se: Sequence[float] | None = None, z: float = 0.0) -> float:
+    """The share of the :func:`settled_pairs` that ``score`` orders as the truth does (a tie in ``score`` counts
+    half); NaN without such a pair."""
     score, truth = np.asarray(score, float), np.asarray(truth, float)
-    right = total = 0.0
-    for i in range(score.size):
-        for j in range(i + 1, score.size):
-            gap = truth[i] - truth[j]
-            if abs(gap) <= tolerance or not np.isfinite(gap):
-                continue
-            total += 1
-            s = score[i] - score[j]
-            right += 0.5 if s == 0 else float(np.sign(s) == np.sign(gap))
-    return right / total if total else float("nan")
+    pairs = settled_pairs(truth, tolerance, truth_se, z)
+    right = 0.0
+    for i, j in pairs:
+        s, gap = score[i] - score[j], truth[i] - truth[j]
+        right += 0.5 if s == 0 else float(np.sign(s) == np.sign(gap))
+    return right / len(pairs) if pairs else float("nan")
 
 
 def brier(probabilities: Sequence[float], truth: Sequence[float]) -> float:
@@ -166,17 +182,20 @@ def stop_rule_outcome(stop: Sequence[bool], fraction: float, true_final: Sequenc
 
 def score_sweep(plateau_draws: Sequence[np.ndarray], plateau_forecast: Sequence[float],
                 levels_at_cut: Sequence[float], true_final: Sequence[float], fraction: float, span: float,
-                threshold: float = STOP_THRESHOLD) -> dict[str, float]:
+                threshold: float = STOP_THRESHOLD, true_final_se: Sequence[float] | None = None) -> dict[str, float]:
     """The decision scores of one method on one sweep cut at ``fraction``: pairs ordered right by the forecast
-    plateaus and by the levels at the cut (pairs whose true finals differ by more than 1% of ``span``), the Brier
-    score of P(ends highest), and the stop rule's saving and loss (:func:`stop_rule_outcome`)."""
-    tolerance = 0.01 * span
+    plateaus and by the levels at the cut (pairs whose true finals differ by more than
+    :data:`PAIR_TOLERANCE_SHARE` of ``span`` and, given ``true_final_se``, by more than :data:`PAIR_TOLERANCE_Z`
+    s.e. of their difference; ``pairs``: how many), the Brier score of P(ends highest), and the stop rule's saving
+    and loss (:func:`stop_rule_outcome`)."""
+    tolerance = PAIR_TOLERANCE_SHARE * span
+    known = dict(truth_se=true_final_se, z=PAIR_TOLERANCE_Z)
     stop, _, _ = stop_decisions(plateau_draws, levels_at_cut, threshold)
     outcome = stop_rule_outcome(stop, fraction, true_final, span)
     return {
-        "runs": len(true_final),
-        "pairs_right": pairs_ordered(plateau_forecast, true_final, tolerance),
-        "pairs_right_at_cut": pairs_ordered(levels_at_cut, true_final, tolerance),
+        "runs": len(true_final), "pairs": len(settled_pairs(true_final, tolerance, **known)),
+        "pairs_right": pairs_ordered(plateau_forecast, true_final, tolerance, **known),
+        "pairs_right_at_cut": pairs_ordered(levels_at_cut, true_final, tolerance, **known),
         "brier": brier(p_highest(plateau_draws), true_final),
         "stopped": outcome.stopped, "steps_saved": outcome.steps_saved, "stop_loss_share": outcome.loss_share,
         "stop_loss_of_best": outcome.loss_of_best,

@@ -9,7 +9,8 @@ the forecaster's): the true mean curve where it is known, a denoised reference w
   chosen by leave-one-out cross-validation (closed form through the smoother's hat matrix), with its pointwise
   standard error ``sigma sqrt(sum_j w_ij^2)``;
 * :func:`truth_scores`: the mean-curve RMSE against that truth (and its ratio to persistence's), the plateau error
-  (the mean of the truth over the run's last 10% of steps) and the t90 error, normalised by the reward's range and
+  (the mean of the truth over the run's last 10% of steps; where the truth is the reference, its s.e. with it) and
+  the t90 error, normalised by the reward's range and
   the run's length, and whether the truth moves after the cut at all.
 
 The forecast benchmark scores the two-stage curves' reward functions forecast one by one and summed with
@@ -131,11 +132,22 @@ def _local_linear_hat(t: np.ndarray, bandwidth: float) -> np.ndarray:
 
 @dataclass
 class Reference:
-    """The denoised reference at the held-out steps, its pointwise s.e., and the bandwidth CV chose."""
+    """The denoised reference at the held-out steps, its pointwise s.e., and the bandwidth CV chose; ``sigma`` and
+    ``hat`` (the residual s.d. and the smoother's hat matrix) give the s.e. of any average of its values."""
 
     values: np.ndarray
     se: np.ndarray
     bandwidth: float
+    sigma: float = float("nan")
+    hat: np.ndarray | None = None
+
+    def se_of_mean(self, last: int) -> float:
+        """The s.e. of the mean of the reference's last ``last`` values: ``sigma |w|`` with ``w`` the mean of those
+        rows of the hat matrix (the smoothed values are linear in the logged ones, noise independent)."""
+        if self.hat is None or not math.isfinite(self.sigma) or last < 1:
+            return float("nan")
+        weights = self.hat[-min(last, self.hat.shape[0]):].mean(axis=0)
+        return float(self.sigma * np.sqrt(np.sum(weights**2)))
 
 
 def denoised_reference(t: np.ndarray, y: np.ndarray) -> Reference:
@@ -158,7 +170,7 @@ def denoised_reference(t: np.ndarray, y: np.ndarray) -> Reference:
     fitted = hat @ y
     dof = max(t.size - float(np.trace(hat)), 1.0)
     sigma = math.sqrt(float(np.sum((y - fitted) ** 2)) / dof)
-    return Reference(fitted, sigma * np.sqrt(np.sum(hat**2, axis=1)), float(bandwidth))
+    return Reference(fitted, sigma * np.sqrt(np.sum(hat**2, axis=1)), float(bandwidth), sigma, hat)
 
 
 # ---- scores against the truth ---------------------------------------------------------------------------------
@@ -170,14 +182,15 @@ def truth_scores(t: np.ndarray, y: np.ndarray, early: np.ndarray, truth: np.ndar
     """The scores of item 1 for one forecast (see the module docstring). ``truth``: the true mean at every step
     (None: the denoised reference of the held-out values stands in); ``span``: the reward's range."""
     held = ~early
+    n_end = max(1, int(round(PLATEAU_SHARE * t.size)))
     if truth is not None:
         ref_held, kind, ref_se = np.asarray(truth, float)[held], "true mean", 0.0
-        path = np.asarray(truth, float)
+        path, plateau_se = np.asarray(truth, float), 0.0
     else:
         ref = denoised_reference(t[held], y[held])
         ref_held, kind, ref_se = ref.values, "smoothed reference", float(np.nanmedian(ref.se))
         path = np.concatenate([moving_average(y[early], max(1, int(round(0.05 * t.size)))), ref_held])
-    n_end = max(1, int(round(PLATEAU_SHARE * t.size)))
+        plateau_se = ref.se_of_mean(n_end) if n_end <= ref_held.size else float("nan")
     plateau_true = float(np.mean(path[-n_end:]))
     start = float(np.mean(path[:n_end]))
     at_cut = float(path[early][-1]) if early.any() else float(path[0])
@@ -192,7 +205,7 @@ def truth_scores(t: np.ndarray, y: np.ndarray, early: np.ndarray, truth: np.ndar
         "truth_kind": kind, "reference_se": ref_se, "truth_moves": moves,
         "mean_rmse": ours, "persistence_mean_rmse": theirs,
         "mean_rmse_ratio": ours / theirs if theirs > 0 else float("nan"),
-        "plateau_true": plateau_true,
+        "plateau_true": plateau_true, "plateau_true_se": plateau_se,
         "plateau_error_range": abs(plateau_forecast - plateau_true) / span if span > 0 else float("nan"),
         "persistence_plateau_error_range": abs(persistence_plateau - plateau_true) / span if span > 0 else float(
             "nan"),

@@ -325,7 +325,7 @@ def _cell_value(column: str, value: str) -> Any:
 #: scores (pairs ordered right by the forecast and by the level at the cut, the Brier score of P(top), the stop
 #: rule's share of steps saved and its largest loss over the reward range); None where the file has no such column
 TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_covered80", "truth_moves",
-               "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share")
+               "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs")
 #: the same scores of the cubic fitted in hindsight to the held-out values (``hindsight_<key>``): the bound that says
 #: whether a missed target is in any forecast's reach
 HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",

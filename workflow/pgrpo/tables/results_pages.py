@@ -301,6 +301,14 @@ def _forecast_short(cells: Sequence[Mapping[str, Any]]) -> list[str]:
                             "80% covers"], rows, align=["l", "l", "r", "r", "r", "r"]).rstrip("\n"), ""]
 
 
+def _sweeps(cell: Mapping[str, Any]) -> str:
+    """A cell's sweeps and, where it has any, the pairs of runs whose order the truth settles."""
+    sweeps, pairs = cell.get("sweeps"), cell.get("pairs")
+    if finite_number(sweeps) and sweeps and finite_number(pairs):
+        return f"{sweeps:.0f} ({pairs:.0f})"
+    return fmt(sweeps, ".0f")
+
+
 def _pct0(x: Any) -> str:
     return f"{100 * x:.0f}%" if finite_number(x) else "n/a"
 
@@ -505,11 +513,12 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             cover) else "n/a"
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"],
                      _cell(c.get("truth_kind") or "n/a"), _pct0(c.get("truth_moves")), mean_curve, plateau_text,
-                     _pct0(c.get("plateau_covered80")), fmt(c.get("sweeps"), ".0f"), pairs_text, stop_text,
+                     _pct0(c.get("plateau_covered80")), _sweeps(c), pairs_text, stop_text,
                      cover_text])
     header = ["part", "split", "truth", "truth moves after the cut",
               f"mean-curve RMSE / persistence (<= {TARGET_MEAN_CURVE})",
-              f"plateau error / persistence (<= {TARGET_PLATEAU})", "true plateau in the 80% interval", "sweeps",
+              f"plateau error / persistence (<= {TARGET_PLATEAU})", "true plateau in the 80% interval",
+              "sweeps (settled pairs)",
               f"pairs right · at the cut (>= {TARGET_PAIRS:.0%}, >= +{TARGET_PAIRS_MARGIN * 100:.0f} points)",
               f"stop rule: steps saved · loss (>= {TARGET_STOP_SAVED:.0%} for <= {TARGET_STOP_LOSS:.0%})",
               f"80% covers ({lo:.0%}-{hi:.0%})"]
@@ -521,7 +530,9 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             "persistence's, over the curves whose truth moves after the cut (a cell whose truth does not move is "
             "scored on its interval alone), the share of true plateaus inside the 80% interval, over the cell's "
             "sweeps the share of pairs of runs the forecast orders right beside the share the level at the cut "
-            "does, and the Domhan-style stop rule's mean share of steps saved with its largest loss (over the reward "
+            "does (over the pairs whose order the truth settles: true ends more than 1% of the range apart and, "
+            "where the truth is the denoised reference, more than twice the s.e. of their difference apart; a pair "
+            "the reference cannot order is not one a forecast can get right), and the Domhan-style stop rule's mean share of steps saved with its largest loss (over the reward "
             "range), and the 80% interval's coverage of the held-out logged values. Where a target is not met, "
             "the cubic fitted in hindsight to the held-out values, scored the same way, says whether it is in "
             "reach: a target it misses too asks a forecast to beat the best smooth curve through the answer. On the "
