@@ -274,6 +274,7 @@ def test_pgrpo_forecast_compare_ranks_runs_on_every_log_format(tmp_path, fmt, ca
     assert main(["forecast", paths[0], "--compare", *paths[1:], "--fraction", "0.25"]) == 0
     text = capsys.readouterr().out
     assert "rank" in text and "stop" in text and "keep" in text
+    assert f"leader {paths[0]}: ends highest with P = " in text and "(a blind pick among 3: 0.33)" in text
 
 
 def test_compare_of_finished_runs_ends_each_at_its_level(tmp_path):

@@ -29,4 +29,14 @@ def compare_text(payload: Mapping[str, Any]) -> str:
                      f"{verdict:<9} {run['log']}")
         if run.get("target"):
             lines.append(f"      target: {run['target'].get('message')}")
+    lines.append(_leader_line(payload["runs"]))
     return "\n".join(lines)
+
+
+def _leader_line(runs: list[Mapping[str, Any]]) -> str:
+    """The leader's P(top) beside a draw's 1/n: how far the forecasts tell the runs apart (no threshold: the user
+    reads the two numbers)."""
+    chance = 1.0 / len(runs) if runs else float("nan")
+    leader = runs[0] if runs else {}
+    return (f"leader {leader.get('log')}: ends highest with P = {_num(leader.get('p_highest'), 2)} "
+            f"(a blind pick among {len(runs)}: {_num(chance, 2)})")
