@@ -465,6 +465,40 @@ def test_a_zero_reward_run_stops_well_before_max_steps_with_stop_json(tiny_model
 
 
 @pytest.mark.slow
+def test_a_real_run_resumed_from_its_checkpoint_keeps_its_alert_and_its_cadence(tiny_model, tmp_path):
+    """TRL restores ``state.log_history`` from the checkpoint before ``on_train_begin``: the resumed run's callback
+    keeps the degeneracy alert of the first process (told once), and reads on the whole run's cadence."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from pgrpo.live import DynamicsCallback
+    from tests.test_train import problems
+
+    told = []
+
+    def trainer_for(max_steps):
+        args = GRPOConfig(output_dir=str(tmp_path), max_steps=max_steps, per_device_train_batch_size=4,
+                          num_generations=4, max_completion_length=6, logging_steps=1, save_strategy="steps",
+                          save_steps=8, report_to=[], learning_rate=5e-3, use_cpu=True, seed=0, disable_tqdm=True)
+        callback = DynamicsCallback(every=3, background=False, forecast_every=0, on_alert=told.append,
+                                    alert_on=["degeneracy"])
+        return GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(tiny_model), reward_funcs=[zero_reward],
+                           args=args, train_dataset=problems(64, 0),
+                           processing_class=AutoTokenizer.from_pretrained(tiny_model), callbacks=[callback]), callback
+
+    first, _ = trainer_for(16)
+    first.train()
+    assert [a["mode"] for a in told] == ["degeneracy"] and told[0]["read_step"] <= 16
+    second, callback = trainer_for(24)
+    second.train(resume_from_checkpoint=str(tmp_path / "checkpoint-16"))
+    assert second.state.global_step == 24
+    assert len(told) == 1 and [a["mode"] for a in callback.alerts] == ["degeneracy"]
+    assert callback.reads[0].step == 18.0  # the 6th read of the whole run, not a first read 3 logs after the resume
+    live = json.loads((tmp_path / "pgrpo" / "live.json").read_text())
+    assert live["live"]["step"] == 24 and [a["mode"] for a in live["live"]["alerts"]] == ["degeneracy"]
+
+
+@pytest.mark.slow
 def test_the_real_reward_runs_to_its_end_with_pgrpo_keys_in_the_log_history(tiny_model, tmp_path):
     from tests.test_train import lower_or_digit_reward
     from pgrpo.live import DynamicsCallback

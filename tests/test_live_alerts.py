@@ -123,3 +123,66 @@ def test_the_workflows_alert_command_gets_the_alert_in_its_environment(tmp_path)
     assert hook(record) == 0
     assert marker.read_text().strip() == f"degeneracy|50||medium|{tmp_path / 'pgrpo' / 'live.json'}"
     assert command_on_alert("exit 7", "live.json")(record) == 7
+
+
+def _feed(callback, args, state, control, entries):
+    for entry in entries:
+        state.log_history.append(dict(entry))
+        state.global_step = int(entry["step"])
+        callback.on_log(args, state, control, logs=dict(entry))
+
+
+def test_a_resumed_run_keeps_its_alerts_and_its_read_cadence(tmp_path):
+    """A run requeued after a time limit: the trainer restores ``state.log_history`` before ``on_train_begin``. The
+    new callback reads the alerts of the earlier process back from ``live.json`` (up to the resumed step) and does
+    not tell them again; its reads keep the uninterrupted run's cadence (the 9th read after 90 logged rewards, not
+    a first read 10 logs after the resume). Resumed from a checkpoint before the alert, the alert is told again."""
+    pytest.importorskip("transformers")
+    from pgrpo.live import DynamicsCallback
+
+    history = [e for e in PLANTED["planted_stuck_at_zero"]["log_history"] if e["step"] <= 150]
+    first_part = [e for e in history if e["step"] <= 80]
+    got = []
+    callback = DynamicsCallback(every=10, output_dir=str(tmp_path), background=False, forecast_every=0,
+                                on_alert=got.append, alert_on=["degeneracy"])
+    args, control = _Args(), _Control()
+    state = _State([], step=0, max_steps=300)
+    callback.on_train_begin(args, state, control)
+    _feed(callback, args, state, control, first_part)
+    callback.close()
+    assert [a["mode"] for a in got] == ["degeneracy"]
+    alert_step = got[0]["read_step"]
+    live = json.loads((tmp_path / "pgrpo" / "live.json").read_text())
+    assert [(a["mode"], a["read_step"]) for a in live["live"]["alerts"]] == [("degeneracy", alert_step)]
+
+    for resumed_at, told_again in ((80, False), (int(alert_step) - 10, True)):
+        again = []
+        resumed = DynamicsCallback(every=10, output_dir=str(tmp_path), background=False, forecast_every=0,
+                                   on_alert=again.append, alert_on=["degeneracy"])
+        state = _State([dict(e) for e in history if e["step"] <= resumed_at], step=resumed_at, max_steps=300)
+        resumed.on_train_begin(args, state, control)
+        _feed(resumed, args, state, control, [e for e in history if e["step"] > resumed_at])
+        resumed.close()
+        assert bool(again) is told_again, resumed_at
+        assert [a["mode"] for a in resumed.alerts] == ["degeneracy"]  # kept or told anew: once either way
+        assert resumed.reads[0].step == float(resumed_at // 10 * 10 + 10)  # the cadence of the whole run
+        # each resume starts again from the alert-free live.json of the earlier process
+        (tmp_path / "pgrpo" / "live.json").write_text(json.dumps(live))
+
+
+def test_a_restarted_watch_does_not_tell_an_alert_again(tmp_path):
+    paths = write_formats(PLANTED["planted_stuck_at_zero"]["log_history"][:100], tmp_path)
+    marker = tmp_path / "alerts.txt"
+    for _ in range(2):
+        done = watch_cli(paths["wandb_csv"], "--once", "--out", tmp_path / "w", "--alert-on", "degeneracy",
+                         "--on-alert", f'echo "$PGRPO_ALERT_MODE" >> {marker}')
+        assert done.returncode == 0, done.stderr
+    assert marker.read_text().splitlines() == ["degeneracy"]
+    live = json.loads((tmp_path / "w" / "live.json").read_text())
+    assert [a["mode"] for a in live["live"]["alerts"]] == ["degeneracy"]
+    assert "Alerts" in (tmp_path / "w" / "live.html").read_text()
+    # a watch of another log writing to the same folder does not inherit them
+    other = write_formats(PLANTED["planted_stuck_at_zero"]["log_history"][:100], tmp_path / "other")
+    done = watch_cli(other["wandb_csv"], "--once", "--out", tmp_path / "w", "--alert-on", "degeneracy",
+                     "--on-alert", f'echo "$PGRPO_ALERT_MODE" >> {marker}')
+    assert marker.read_text().splitlines() == ["degeneracy", "degeneracy"]

@@ -39,9 +39,11 @@ from pgrpo.live.worker import (
     WorkerFailed,
     WorkerJob,
     perform_read,
+    read_live_json,
     snapshot_history,
     write_live_files,
 )
+from pgrpo.live.page import previous_alerts
 
 _REWARD_KEYS = ("reward", "train/reward", "rewards/mean")
 
@@ -165,6 +167,8 @@ class DynamicsCallback(TrainerCallback):
             self._say(self.theory["configuration"]["line"], state)
         except Exception as error:  # noqa: BLE001 - never into the trainer
             self._warn(f"could not read the configuration against Theorem 7: {type(error).__name__}: {error}", state)
+        if state.global_step and state.log_history:
+            self._resume(args, state)
         if self.background:  # started now, so that its start-up (imports) overlaps the first steps, not a read
             self._worker = self._worker or BackgroundReader()
             try:
@@ -172,6 +176,23 @@ class DynamicsCallback(TrainerCallback):
                 self.worker_pid = self._worker.pid
             except WorkerFailed as failure:
                 self._worker_failed(failure, state, starting=True)
+
+    def _resume(self, args, state) -> None:
+        """A run resumed from a checkpoint (the trainer restored ``state.log_history`` before this event): the reads
+        keep the uninterrupted run's cadence (every ``every``-th logged reward since step 0, the logs already in the
+        history counted), and the alerts its earlier process told (``live.json``'s ``live.alerts`` up to the resumed
+        step) are kept and not told again: an overnight run requeued after a time limit alerts once per mode."""
+        try:
+            self._logged = sum(1 for e in state.log_history
+                               if isinstance(e, Mapping) and any(k in e for k in _REWARD_KEYS))
+            earlier = previous_alerts(read_live_json(self._folder(args)), up_to_step=float(state.global_step))
+            self.alerts = earlier + [a for a in self.alerts if a not in earlier]
+            self._alert_rules.restore([a["mode"] for a in earlier])
+            told = f"; alerts told before, kept: {', '.join(a['mode'] for a in earlier)}" if earlier else ""
+            self._say(f"resumed at step {state.global_step}: {self._logged} logged rewards so far, a read after "
+                      f"every {self.settings.every} as before{told}", state)
+        except Exception as error:  # noqa: BLE001 - never into the trainer
+            self._warn(f"could not read the run's earlier live.json: {type(error).__name__}: {error}", state)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not any(k in logs for k in _REWARD_KEYS) or self.stopped:
@@ -257,7 +278,8 @@ class DynamicsCallback(TrainerCallback):
         """The files of the read just applied, for the worker to write (rank 0 only)."""
         if not state.is_world_process_zero:
             return None
-        return PageJob(str(self._folder(args)), self.settings, dict(self.theory), None, self._total_steps)
+        return PageJob(str(self._folder(args)), self.settings, dict(self.theory), None, self._total_steps,
+                       list(self.alerts))
 
     def _background_read_step(self, args, state, control, logs) -> None:
         """Read ``n + 1``'s log event: apply read ``n`` (waiting for it if it is not done) into this log, then send
@@ -371,7 +393,7 @@ class DynamicsCallback(TrainerCallback):
             return
         try:
             write_live_files(self._folder(args), read, self.settings, self.reads, self.theory, self.stopped,
-                             self._total_steps, state.log_history)
+                             self._total_steps, state.log_history, self.alerts)
         except Exception as error:  # noqa: BLE001
             self._warn(f"could not write live.json: {type(error).__name__}: {error}", state)
 

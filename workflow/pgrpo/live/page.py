@@ -14,18 +14,39 @@ from pgrpo.tables.diagnosis import silent_line
 
 def live_payload(read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead], theory: Mapping[str, Any],
                  stopped: Mapping[str, Any] | None, source: str, total_steps: float | None,
-                 curve: Any = None) -> dict[str, Any]:
+                 curve: Any = None, alerts: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """``live.json``: the schema of ``pgrpo diagnose --json`` (the latest read's diagnosis) plus ``forecast`` (the
-    latest forecast), ``theory`` (Theorem 7 and Prop. 9), ``live`` (settings, the reads so far, the stop and, where
-    given, ``curve``: the logged reward as ``{"step": [...], "reward": [...]}``, which the page draws)."""
+    latest forecast), ``theory`` (Theorem 7 and Prop. 9), ``live`` (settings, the reads so far, the stop, the alerts
+    told so far and, where given, ``curve``: the logged reward as ``{"step": [...], "reward": [...]}``, which the
+    page draws). A resumed run or a restarted watch reads ``live.alerts`` back (:func:`previous_alerts`) so that an
+    alert is told once per run."""
     payload = dict(read.diagnosis)
     payload["forecast"] = read.forecast
     payload["theory"] = dict(theory)
     payload["live"] = {"source": source, "step": read.step, "total_steps": total_steps,
                        "settings": settings.to_dict(), "line": read.verdict_line(), "errors": read.errors,
                        "reads": [r.to_dict() for r in reads], "stopped": dict(stopped) if stopped else None,
-                       "curve": reward_curve(curve)}
+                       "alerts": [dict(a) for a in alerts], "curve": reward_curve(curve)}
     return plain(payload)
+
+
+def previous_alerts(payload: Mapping[str, Any] | None, source: str | None = None,
+                    up_to_step: float | None = None) -> list[dict[str, Any]]:
+    """The alerts an earlier ``live.json`` (``payload``) recorded: none where it is missing, of another ``source``
+    (when one is given), or has none; only those read at or before ``up_to_step`` (a run resumed from an earlier
+    checkpoint re-earns the alerts of the steps it repeats). Each record keeps its ``mode`` and ``read_step``."""
+    live = (payload or {}).get("live") if isinstance(payload, Mapping) else None
+    if not isinstance(live, Mapping) or (source is not None and live.get("source") != source):
+        return []
+    out = []
+    for alert in live.get("alerts") or []:
+        if not isinstance(alert, Mapping) or not isinstance(alert.get("mode"), str):
+            continue
+        step = alert.get("read_step")
+        if up_to_step is not None and isinstance(step, (int, float)) and step > up_to_step:
+            continue
+        out.append(dict(alert))
+    return out
 
 
 def reward_curve(frame: Any) -> dict[str, list[float]] | None:
@@ -117,6 +138,11 @@ def live_html(payload: Mapping[str, Any]) -> str:
     if stopped:
         parts.append(f"<p class='stop'>Stopped at step {esc(str(stopped.get('step')))}: "
                      f"{esc(str(stopped.get('reason')))}</p>")
+    alerts = live.get("alerts") or []
+    if alerts:
+        parts.append("<h2>Alerts</h2><ul>" + "".join(
+            f"<li class='alert'>step {esc(str(a.get('read_step')))}: {esc(str(a.get('mode')))}: "
+            f"{esc(str(a.get('reason') or ''))}</li>" for a in alerts) + "</ul>")
     parts += ["<h2>Failure modes</h2><table><tr><th>mode</th><th>state</th><th>onset</th><th>severity</th>"
               "<th>verdict</th><th>reason</th></tr>", *rows, "</table>", "<h2>The reward</h2>", curve_svg(payload),
               "<h2>Forecast</h2>",

@@ -505,9 +505,15 @@ class AlertRules:
         self.modes = tuple(modes) if modes else None
         self.rules: dict[str, StopRules] = {}
         self.alerted: list[StopDecision] = []
+        #: modes alerted before these rules were made (a resumed run, a restarted watch): never alerted again
+        self.restored: set[str] = set()
+
+    def restore(self, modes: Sequence[str]) -> None:
+        """Modes already alerted in this run by an earlier process (read back from its ``live.json``)."""
+        self.restored |= {m for m in modes if isinstance(m, str)}
 
     def update(self, read: LiveRead) -> list[StopDecision]:
-        done = {d.mode for d in self.alerted}
+        done = {d.mode for d in self.alerted} | self.restored
         new = []
         for mode in self.modes or [m for m in MODES if m in read.modes]:
             if mode in done:

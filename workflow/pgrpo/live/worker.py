@@ -129,9 +129,9 @@ def perform_read(request: ReadRequest) -> ReadResult:
 
 def write_live_files(folder: str | os.PathLike, read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead],
                      theory: Mapping[str, Any], stopped: Mapping[str, Any] | None, total_steps: float | None,
-                     history: Sequence[Any]) -> None:
+                     history: Sequence[Any], alerts: Sequence[Mapping[str, Any]] = ()) -> None:
     """``live.json`` and ``live.html`` of ``read`` (and ``stop.json`` when stopped) in ``folder``, atomically; the
-    page's curve is the reward logged in ``history`` so far."""
+    page's curve is the reward logged in ``history`` so far; ``alerts``: those told so far."""
     from pathlib import Path
 
     from pgrpo.atomic import write_json, write_text
@@ -139,23 +139,38 @@ def write_live_files(folder: str | os.PathLike, read: LiveRead, settings: LiveSe
 
     rows = [(e["step"], e["reward"]) for e in history if isinstance(e, Mapping) and "reward" in e and "step" in e]
     curve = {"step": [r[0] for r in rows], "reward": [r[1] for r in rows]} if rows else None
-    payload = live_payload(read, settings, reads, theory, stopped, "state.log_history", total_steps, curve=curve)
+    payload = live_payload(read, settings, reads, theory, stopped, "state.log_history", total_steps, curve=curve,
+                           alerts=alerts)
     write_json(Path(folder) / "live.json", payload)
     write_text(Path(folder) / "live.html", live_html(payload))
     if stopped:
         write_json(Path(folder) / "stop.json", dict(stopped))
 
 
+def read_live_json(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The ``live.json`` an earlier process wrote in ``folder`` (None: none, or unreadable: a resumed run starts
+    its record afresh rather than fail)."""
+    import json
+    from pathlib import Path
+
+    try:
+        payload = json.loads((Path(folder) / "live.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
 @dataclass
 class PageJob:
     """The previous read's files, for the worker to write before it reads (``folder``: ``<output_dir>/pgrpo``; the
-    read is the worker's latest; ``theory``, ``stopped`` and the settings as the callback has them)."""
+    read is the worker's latest; ``theory``, ``stopped``, ``alerts`` and the settings as the callback has them)."""
 
     folder: str
     settings: LiveSettings
     theory: Mapping[str, Any]
     stopped: Mapping[str, Any] | None
     total_steps: float | None
+    alerts: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
@@ -199,7 +214,7 @@ def run_job(job: WorkerJob) -> ReadResult:
     if job.page is not None and log.reads:
         try:
             write_live_files(job.page.folder, log.reads[-1], job.page.settings, log.reads, job.page.theory,
-                             job.page.stopped, job.page.total_steps, log.history)
+                             job.page.stopped, job.page.total_steps, log.history, job.page.alerts)
         except Exception as error:  # noqa: BLE001 - reported, never raised
             page_error = f"could not write live.json: {type(error).__name__}: {error}"
     full = ReadRequest(log.history, request.settings, request.meta, request.total_steps, request.batch,

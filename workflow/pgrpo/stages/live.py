@@ -17,7 +17,8 @@ from pgrpo.atomic import read_json, write_json, write_text
 from pgrpo.diagnose.records import RunCurves, plain
 from pgrpo.errors import InputError
 from pgrpo.live.hooks import alert_environment, run_command
-from pgrpo.live.page import live_html, live_payload
+from pgrpo.live.page import live_html, live_payload, previous_alerts
+from pgrpo.live.worker import read_live_json
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     DEFAULT_LAG_READS,
@@ -192,15 +193,30 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
 
 def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRead],
                theory: Mapping[str, Any], source: str, total_steps: float | None,
-               curve: Any = None, stopped: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               curve: Any = None, stopped: Mapping[str, Any] | None = None,
+               alerts: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """``live.json`` and ``live.html`` in ``folder`` (atomically), and ``stop.json`` when a stop rule has fired;
-    ``curve``: the log's frame (its reward drawn)."""
-    payload = live_payload(read, settings, reads, theory, stopped, source, total_steps, curve=curve)
+    ``curve``: the log's frame (its reward drawn); ``alerts``: those told so far."""
+    payload = live_payload(read, settings, reads, theory, stopped, source, total_steps, curve=curve, alerts=alerts)
     write_json(Path(folder) / "live.json", payload)
     write_text(Path(folder) / "live.html", live_html(payload))
     if stopped:
         write_json(Path(folder) / "stop.json", dict(stopped))
     return payload
+
+
+def _earlier_watch_alerts(folder: Path, watched: str, last_step: float) -> list[dict[str, Any]]:
+    """The alerts a watch of the same ``watched`` PATH told before (the ``live.json`` in ``folder``, its source that
+    PATH or a log under it, such as an earlier checkpoint's), read at or before ``last_step``: a restarted watch
+    does not tell them, nor run ``--on-alert`` for them, again."""
+    payload = read_live_json(folder)
+    source = str(((payload or {}).get("live") or {}).get("source") or "")
+    root = Path(watched).resolve()
+    try:
+        same = bool(source) and (Path(source).resolve() == root or root in Path(source).resolve().parents)
+    except (OSError, ValueError):
+        same = False
+    return previous_alerts(payload, up_to_step=last_step) if same else []
 
 
 def _trainer_state_max_steps(file: Path) -> float | None:
@@ -280,6 +296,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                  if (stop_on or stop_if_plateau_below is not None or alerting) else None)
     reads: list[LiveRead] = []
     theory: dict[str, Any] = {}
+    told: list[dict[str, Any]] | None = None  # the alerts told: an earlier watch's of this PATH, then this one's
     last_seen: tuple[str, float] | None = None
     last_growth = time.monotonic()
     while True:
@@ -306,12 +323,17 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                                                              v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
                 print(read.verdict_line(), flush=True)
                 stopped = None
+                folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
+                if told is None:
+                    told = _earlier_watch_alerts(folder, path, float(curves.last_step))
+                    if scheduled is not None and scheduled.alerts is not None:
+                        scheduled.alerts.restore([a["mode"] for a in told])
                 if scheduled is not None:
                     scheduled.settings = scheduled.rules.settings = settings
                     stopped = scheduled.catch_up(curves, total)
-                folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
+                    told += scheduled.new_alerts
                 write_live(folder, read, settings, reads, theory, str(file), total, curve=curves.frame,
-                           stopped=stopped)
+                           stopped=stopped, alerts=told)
                 for alert in scheduled.new_alerts if scheduled is not None else ():
                     print(f"pgrpo watch: alert at step {alert['read_step']:g}: {alert['reason']}", flush=True)
                     if on_alert:
