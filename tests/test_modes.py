@@ -156,6 +156,27 @@ def test_no_learning_severity_is_bounded_by_the_rise_the_run_has_ruled_out(n, ex
     assert "excluded" in verdict.reason
 
 
+def test_a_reward_that_starts_at_the_top_of_its_declared_range_is_saturated_not_stuck():
+    """A run solved from its first step (every completion right, the reward at 2.0 of a declared [-2, 2], a little
+    noise): it cannot rise, so no_learning does not flag it once the range is declared (its headroom, 2.0 - 1.995,
+    is under the net rise's threshold), and degeneracy reads its tied groups as saturation. Undeclared, the top is
+    not known and the same log reads as not learning."""
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+
+    n = 120
+    wobble = 0.01 * (np.arange(n) % 2)
+    frame = pd.DataFrame({"step": np.arange(1, n + 1), "reward": 2.0 - wobble, "reward_std": wobble,
+                          "frac_reward_zero_std": np.where(wobble > 0, 0.9, 1.0)})
+    curves = RunCurves("m", None, frame, "hand")
+    declared = diagnose_curves(curves, diagnostics_config({"modes": {"reward_range": [-2, 2]}})).verdicts.modes
+    assert declared["no_learning"].flagged is False and "no headroom" in declared["no_learning"].verdict
+    assert declared["no_learning"].numbers["headroom"] == pytest.approx(2.0 - np.mean(frame["reward"][:12]),
+                                                                       abs=0.006)
+    assert declared["degeneracy"].flagged is False
+    undeclared = diagnose_curves(curves, diagnostics_config(None)).verdicts.modes
+    assert undeclared["no_learning"].flagged is True
+
+
 def test_regression_is_told_from_a_noisy_plateau(tmp_path):
     rng = np.random.default_rng(1)
     steps = np.arange(1, 301)

@@ -10,7 +10,10 @@ the rise of the least-squares line over the run, ``slope x span``, against ``z``
 :mod:`~pgrpo.diagnose.modes.regression`'s). The three-phase fit's plateau ``R_inf`` (the forecast plateau) is
 reported beside it: a fit whose plateau is within the noise of the start says the run is not going anywhere even if
 trained longer. A reward that rings (:mod:`~pgrpo.diagnose.modes.oscillation` flagged on it) moves beyond its noise:
-not flagged, whatever its early and late levels. Onset: the first logged step (a whole-run property).
+not flagged, whatever its early and late levels. A reward that began within the net rise's threshold of the top of
+its declared ``reward_range`` had no headroom to show a rise: saturated from the start, not flagged (without a
+declared range the top is not known, and such a run reads as not learning). Onset: the first logged step (a
+whole-run property).
 
 Severity reads how much rise the run has ruled out, not only how far it is from rising: a short run with little data
 has not crossed any threshold, yet it cannot exclude a rise either. The margin is the smaller of the evidence margin
@@ -100,6 +103,12 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
                      thresholds)
     if -numbers["net_rise"] > numbers["net_threshold"]:
         return clear(NO_LEARNING, "reward fell (see regression)", text, numbers, thresholds)
+    top = config.modes.reward_range[1] if config.modes.reward_range is not None else None
+    if top is not None and top - reward.early <= numbers["net_threshold"]:
+        numbers["headroom"] = float(top - reward.early)
+        return clear(NO_LEARNING, "saturated from the start: no headroom to rise",
+                     f"{text}; the reward began {fmt(top - reward.early)} below the top of its declared range "
+                     f"({fmt(top)}), within the net rise's threshold: a rise could not show", numbers, thresholds)
     evidence = max(abs(numbers["net_rise"]) / numbers["net_threshold"],
                    max(numbers["peak_rise"], 0) / numbers["peak_threshold"],
                    max(numbers["trend_rise"], 0) / numbers["trend_threshold"])
