@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from transformers import TrainerCallback
 
+from pgrpo.live.page import previous_alerts
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     KEY_PREFIX,
@@ -43,7 +44,6 @@ from pgrpo.live.worker import (
     snapshot_history,
     write_live_files,
 )
-from pgrpo.live.page import previous_alerts
 
 _REWARD_KEYS = ("reward", "train/reward", "rewards/mean")
 

@@ -18,7 +18,6 @@ from pgrpo.diagnose.records import RunCurves, plain
 from pgrpo.errors import InputError
 from pgrpo.live.hooks import alert_environment, run_command
 from pgrpo.live.page import live_html, live_payload, previous_alerts
-from pgrpo.live.worker import read_live_json
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     DEFAULT_LAG_READS,
@@ -33,6 +32,7 @@ from pgrpo.live.reads import (
     read_curves,
     training_steps,
 )
+from pgrpo.live.worker import read_live_json
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.stages.logs import resolve_log_path
 
