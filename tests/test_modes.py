@@ -175,6 +175,8 @@ def test_a_reward_that_starts_at_the_top_of_its_declared_range_is_saturated_not_
     assert declared["degeneracy"].flagged is False
     undeclared = diagnose_curves(curves, diagnostics_config(None)).verdicts.modes
     assert undeclared["no_learning"].flagged is True
+    # degeneracy, undeclared, cannot place a reward that never moved, and says how to tell
+    assert undeclared["degeneracy"].flagged is True and "--reward-range" in undeclared["degeneracy"].reason
 
 
 def test_regression_is_told_from_a_noisy_plateau(tmp_path):

@@ -85,7 +85,9 @@ def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
     pos_text = (f"reward at {numbers['late_position']:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] "
                 f"({where.source}" + (f"; lowest: {where.limiting}" if where.limiting != "reward" else "") + ")"
                 if where.moved or config.modes.reward_range is not None
-                else f"reward never moved beyond its noise (range [{fmt(where.lo)}, {fmt(where.hi)}])")
+                else f"reward never moved beyond its noise (range [{fmt(where.lo)}, {fmt(where.hi)}]; with no "
+                     f"reward_range declared it cannot be placed, and a task solved from the start reads as "
+                     f"stuck: declare the range (--reward-range LO HI) to tell them apart)")
     text = (f"zero-spread share late {fmt(late_share)} ({source}; high at >= {cfg.frac_high:g}); {pos_text}; "
             f"late window {numbers['late_stuck_fraction']:.0%} stuck, {numbers['late_saturated_fraction']:.0%} "
             "saturated")
