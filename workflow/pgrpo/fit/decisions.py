@@ -120,8 +120,12 @@ def pairs_ordered(score: Sequence[float], truth: Sequence[float], tolerance: flo
                   truth_se: Sequence[float] | None = None, z: float = 0.0) -> float:
     """The share of the :func:`settled_pairs` that ``score`` orders as the truth does (a tie in ``score`` counts
     half); NaN without such a pair."""
+    return _share_ordered(score, truth, settled_pairs(truth, tolerance, truth_se, z))
+
+
+def _share_ordered(score: Sequence[float], truth: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float:
+    """The share of ``pairs`` that ``score`` orders as ``truth`` does (a tie in ``score`` counts half)."""
     score, truth = np.asarray(score, float), np.asarray(truth, float)
-    pairs = settled_pairs(truth, tolerance, truth_se, z)
     right = 0.0
     for i, j in pairs:
         s, gap = score[i] - score[j], truth[i] - truth[j]
@@ -188,14 +192,13 @@ def score_sweep(plateau_draws: Sequence[np.ndarray], plateau_forecast: Sequence[
     :data:`PAIR_TOLERANCE_SHARE` of ``span`` and, given ``true_final_se``, by more than :data:`PAIR_TOLERANCE_Z`
     s.e. of their difference; ``pairs``: how many), the Brier score of P(ends highest), and the stop rule's saving
     and loss (:func:`stop_rule_outcome`)."""
-    tolerance = PAIR_TOLERANCE_SHARE * span
-    known = dict(truth_se=true_final_se, z=PAIR_TOLERANCE_Z)
+    pairs = settled_pairs(true_final, PAIR_TOLERANCE_SHARE * span, true_final_se, PAIR_TOLERANCE_Z)
     stop, _, _ = stop_decisions(plateau_draws, levels_at_cut, threshold)
     outcome = stop_rule_outcome(stop, fraction, true_final, span)
     return {
-        "runs": len(true_final), "pairs": len(settled_pairs(true_final, tolerance, **known)),
-        "pairs_right": pairs_ordered(plateau_forecast, true_final, tolerance, **known),
-        "pairs_right_at_cut": pairs_ordered(levels_at_cut, true_final, tolerance, **known),
+        "runs": len(true_final), "pairs": len(pairs),
+        "pairs_right": _share_ordered(plateau_forecast, true_final, pairs),
+        "pairs_right_at_cut": _share_ordered(levels_at_cut, true_final, pairs),
         "brier": brier(p_highest(plateau_draws), true_final),
         "stopped": outcome.stopped, "steps_saved": outcome.steps_saved, "stop_loss_share": outcome.loss_share,
         "stop_loss_of_best": outcome.loss_of_best,

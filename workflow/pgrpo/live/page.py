@@ -30,13 +30,12 @@ def live_payload(read: LiveRead, settings: LiveSettings, reads: Sequence[LiveRea
     return plain(payload)
 
 
-def previous_alerts(payload: Mapping[str, Any] | None, source: str | None = None,
-                    up_to_step: float | None = None) -> list[dict[str, Any]]:
-    """The alerts an earlier ``live.json`` (``payload``) recorded: none where it is missing, of another ``source``
-    (when one is given), or has none; only those read at or before ``up_to_step`` (a run resumed from an earlier
-    checkpoint re-earns the alerts of the steps it repeats). Each record keeps its ``mode`` and ``read_step``."""
+def previous_alerts(payload: Mapping[str, Any] | None, up_to_step: float | None = None) -> list[dict[str, Any]]:
+    """The alerts an earlier ``live.json`` (``payload``) recorded: none where it is missing or has none; only those
+    read at or before ``up_to_step`` (a run resumed from an earlier checkpoint re-earns the alerts of the steps it
+    repeats). Each record keeps its ``mode`` and ``read_step``."""
     live = (payload or {}).get("live") if isinstance(payload, Mapping) else None
-    if not isinstance(live, Mapping) or (source is not None and live.get("source") != source):
+    if not isinstance(live, Mapping):
         return []
     out = []
     for alert in live.get("alerts") or []:

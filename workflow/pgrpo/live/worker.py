@@ -132,15 +132,23 @@ def write_live_files(folder: str | os.PathLike, read: LiveRead, settings: LiveSe
                      history: Sequence[Any], alerts: Sequence[Mapping[str, Any]] = ()) -> None:
     """``live.json`` and ``live.html`` of ``read`` (and ``stop.json`` when stopped) in ``folder``, atomically; the
     page's curve is the reward logged in ``history`` so far; ``alerts``: those told so far."""
-    from pathlib import Path
-
-    from pgrpo.atomic import write_json, write_text
-    from pgrpo.live.page import live_html, live_payload
+    from pgrpo.live.page import live_payload
 
     rows = [(e["step"], e["reward"]) for e in history if isinstance(e, Mapping) and "reward" in e and "step" in e]
     curve = {"step": [r[0] for r in rows], "reward": [r[1] for r in rows]} if rows else None
-    payload = live_payload(read, settings, reads, theory, stopped, "state.log_history", total_steps, curve=curve,
-                           alerts=alerts)
+    write_live_payload(folder, live_payload(read, settings, reads, theory, stopped, "state.log_history", total_steps,
+                                            curve=curve, alerts=alerts), stopped)
+
+
+def write_live_payload(folder: str | os.PathLike, payload: Mapping[str, Any],
+                       stopped: Mapping[str, Any] | None) -> None:
+    """``payload`` as ``live.json`` and ``live.html`` in ``folder``, and ``stopped`` as ``stop.json`` when a stop
+    rule has fired, each atomically: the one writer of the callback's files and ``pgrpo watch``'s."""
+    from pathlib import Path
+
+    from pgrpo.atomic import write_json, write_text
+    from pgrpo.live.page import live_html
+
     write_json(Path(folder) / "live.json", payload)
     write_text(Path(folder) / "live.html", live_html(payload))
     if stopped:
@@ -150,14 +158,15 @@ def write_live_files(folder: str | os.PathLike, read: LiveRead, settings: LiveSe
 def read_live_json(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The ``live.json`` an earlier process wrote in ``folder`` (None: none, or unreadable: a resumed run starts
     its record afresh rather than fail)."""
-    import json
     from pathlib import Path
 
+    from pgrpo.atomic import read_json
+    from pgrpo.errors import InputError
+
     try:
-        payload = json.loads((Path(folder) / "live.json").read_text())
-    except (OSError, ValueError):
+        return read_json(Path(folder) / "live.json", "live.json")
+    except (InputError, OSError):
         return None
-    return payload if isinstance(payload, dict) else None
 
 
 @dataclass

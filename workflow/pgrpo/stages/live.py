@@ -13,11 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pgrpo.atomic import read_json, write_json, write_text
+from pgrpo.atomic import read_json, write_json
 from pgrpo.diagnose.records import RunCurves, plain
 from pgrpo.errors import InputError
 from pgrpo.live.hooks import alert_environment, run_command
-from pgrpo.live.page import live_html, live_payload, previous_alerts
+from pgrpo.live.page import live_payload, previous_alerts
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     DEFAULT_LAG_READS,
@@ -32,7 +32,7 @@ from pgrpo.live.reads import (
     read_curves,
     training_steps,
 )
-from pgrpo.live.worker import read_live_json
+from pgrpo.live.worker import read_live_json, write_live_payload
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.stages.logs import resolve_log_path
 
@@ -198,10 +198,7 @@ def write_live(folder: str | Path, read: LiveRead, settings: LiveSettings, reads
     """``live.json`` and ``live.html`` in ``folder`` (atomically), and ``stop.json`` when a stop rule has fired;
     ``curve``: the log's frame (its reward drawn); ``alerts``: those told so far."""
     payload = live_payload(read, settings, reads, theory, stopped, source, total_steps, curve=curve, alerts=alerts)
-    write_json(Path(folder) / "live.json", payload)
-    write_text(Path(folder) / "live.html", live_html(payload))
-    if stopped:
-        write_json(Path(folder) / "stop.json", dict(stopped))
+    write_live_payload(folder, payload, stopped)
     return payload
 
 
@@ -211,9 +208,9 @@ def _earlier_watch_alerts(folder: Path, watched: str, last_step: float) -> list[
     does not tell them, nor run ``--on-alert`` for them, again."""
     payload = read_live_json(folder)
     source = str(((payload or {}).get("live") or {}).get("source") or "")
-    root = Path(watched).resolve()
     try:
-        same = bool(source) and (Path(source).resolve() == root or root in Path(source).resolve().parents)
+        root, logged = Path(watched).resolve(), Path(source).resolve()
+        same = bool(source) and (logged == root or root in logged.parents)
     except (OSError, ValueError):
         same = False
     return previous_alerts(payload, up_to_step=last_step) if same else []

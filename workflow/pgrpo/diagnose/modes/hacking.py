@@ -61,8 +61,7 @@ def hacking(curves: RunCurves, config: DiagnosticsConfig, figure2: DiagnosticRes
         onset = departure_onset(reward.steps, reward.smooth, reward.early, band / 2, +1, index)
     deficit = numbers.get("deficit")
     margin = (deficit / cfg.deficit_max) if isinstance(deficit, float) and deficit > 0 else 1.0
-    share = numbers.get("gold_share")
     if numbers.get("decided_by") == "gold_share":
-        margin = cfg.gold_share_min / max(share["share"], 1e-9)  # how far below the share the gold term is
+        margin = cfg.gold_share_min / max(numbers["gold_share"]["share"], 1e-9)  # how far below the share the gold term is
     return flagged(HACKING, "hacking signature: eval does not follow the train reward", figure2.reason, onset,
                    max(margin, 1.0), numbers, thresholds)
