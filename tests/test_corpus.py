@@ -29,7 +29,7 @@ def split_by_rule(file_name: str) -> str:
 
 LABELS = json.loads((DATA / "labels.json").read_text())
 SOURCES = (DATA / "SOURCES.md").read_text()
-LOGS = sorted(p.name for p in DATA.glob("*.json") if p.name != "labels.json")
+LOGS = sorted(p.name for p in DATA.glob("*.json") if p.name not in ("labels.json", "ranges.json"))
 
 
 def test_every_log_is_labelled_or_listed_as_forecast_only_and_every_label_has_its_log():
@@ -80,3 +80,28 @@ def test_the_runs_table_and_the_count_sentence_match_the_labels():
     holdout = sum(entry["split"] == "holdout" for entry in LABELS.values())
     assert (f"`dev`: {holdout} holdout, {len(LABELS) - holdout} dev among the {len(LABELS)} labelled logs"
             in SOURCES)
+
+
+RANGES = json.loads((DATA / "ranges.json").read_text())
+
+
+def test_every_labelled_log_has_a_declared_range_entry_in_the_stated_form():
+    """SOURCES.md, "Declared reward ranges": one entry per labelled log, a basis, a note, ranges LO < HI, null only
+    with a reason, and every function named is a ``rewards/<fn>`` column of its log."""
+    assert set(LABELS) <= set(RANGES) <= set(LOGS)
+    for name, entry in RANGES.items():
+        assert set(entry) == {"reward_range", "reward_function_ranges", "reward_weights", "basis", "source_note"}, name
+        assert entry["basis"] in ("stated", "derived from code", "none"), name
+        assert isinstance(entry["source_note"], str) and len(entry["source_note"]) > 40, name
+        assert (entry["basis"] == "none") <= (entry["reward_range"] is None), name
+        bounds = [entry["reward_range"], *(entry["reward_function_ranges"] or {}).values()]
+        for r in bounds:
+            assert r is None or (len(r) == 2 and all(map(math.isfinite, r)) and r[0] < r[1]), (name, r)
+        log = json.loads((DATA / name).read_text())
+        columns = {key.split("/")[1] for row in log["log_history"] for key in row if key.startswith("rewards/")}
+        assert set(entry["reward_function_ranges"] or {}) <= columns, name
+        weights = entry["reward_weights"]
+        assert weights is None or set(weights) >= set(entry["reward_function_ranges"] or {}) - {
+            fn for fn, r in (entry["reward_function_ranges"] or {}).items() if r is None}, name
+    stated = sum(RANGES[name]["reward_range"] is not None for name in LABELS)
+    assert f"{stated} of the {len(LABELS)} labelled logs have a full `reward_range`" in " ".join(SOURCES.split())

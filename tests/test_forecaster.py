@@ -400,6 +400,8 @@ def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_sp
     (data / "a.json").write_text(json.dumps({"source": {"repo": "x/y", "license": "MIT"}, "task": "GSM8K, binary "
                                              "correctness reward", "log_history": history}))
     (data / "labels.json").write_text(json.dumps({"a.json": {"split": "holdout"}}))
+    assert real_corpus(data)[0].context.reward_range is None  # a range is declared in ranges.json, not guessed
+    (data / "ranges.json").write_text(json.dumps({"a.json": {"reward_range": [0, 1], "reward_function_ranges": {}}}))
     real = real_corpus(data)
     assert len(real) == 1 and real[0].split == "holdout" and real[0].context.reward_range == (0.0, 1.0)
     assert real[0].provenance["source"]["license"] == "MIT"
@@ -412,6 +414,32 @@ def test_corpus_readers_take_the_workflow_runs_and_the_public_logs_with_their_sp
     splits = {c.provenance["file"]: c.split for c in real_corpus(data)}
     assert splits == {"a.json": "holdout", **rule}
     assert real_corpus(tmp_path / "absent") == []
+
+
+def test_declared_ranges_reach_the_reward_and_each_function_as_its_term_in_the_reward(tmp_path):
+    """``ranges.json`` holds the source's ranges, each function's in its own units; TRL logs the reward as
+    sum(w_i r_i), so a function of weight 2 declared [0, 1] is a term in [0, 2] of the reward (weight read off the
+    log). A range that is not LO < HI names its file and key before any work."""
+    from pgrpo.errors import InputError
+    from pgrpo.stages.diagnose_benchmark import declared_ranges
+    from pgrpo.stages.forecast_benchmark import real_corpus
+
+    rng = np.random.default_rng(0)
+    fmt, acc = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+    history = [{"step": int(s), "reward": float(x + 2 * y), "rewards/fmt/mean": float(x), "rewards/acc/mean": float(y)}
+               for s, x, y in zip(range(1, 41), fmt, acc)]
+    (tmp_path / "r.json").write_text(json.dumps({"source": {}, "log_history": history}))
+    (tmp_path / "labels.json").write_text(json.dumps({"r.json": {"split": "dev"}}))
+    (tmp_path / "ranges.json").write_text(json.dumps({"r.json": {
+        "reward_range": [0, 3], "reward_function_ranges": {"fmt": [0, 1], "acc": [0, 1], "gone": None}}}))
+    curve = real_corpus(tmp_path)[0]
+    assert curve.context.reward_range == (0.0, 3.0)
+    assert curve.components["fmt"][2] == pytest.approx((0.0, 1.0))
+    assert curve.components["acc"][2] == pytest.approx((0.0, 2.0))
+    assert declared_ranges(tmp_path)["r.json"]["reward_function_ranges"] == {"fmt": (0.0, 1.0), "acc": (0.0, 1.0)}
+    (tmp_path / "ranges.json").write_text(json.dumps({"r.json": {"reward_range": [3, 0]}}))
+    with pytest.raises(InputError, match=r"ranges\.json: 'r\.json' reward_range: must be null or two numbers"):
+        real_corpus(tmp_path)
 
 
 # --- the level guard: a handful of points, the smoothed end level, a failed baseline --------------------------------

@@ -697,6 +697,36 @@ def test_the_plateau_rule_reads_the_reward_functions_sum_and_keeps_a_silent_ones
     assert report_only.summed_plateau is None and "components" not in report_only.forecast
 
 
+def test_a_declared_function_range_sets_the_headroom_of_a_function_that_waits_to_rise(tmp_path):
+    """The same silent run, with acc's range declared [0, 3] (``component_ranges``, as ``--component-range acc 0 3``):
+    its headroom is its declared top less its level (~3 - 0.02), not the ~1 the risen function shows, so the summed
+    plateau's upper 80% bound is about 1 + 3 = 4; ``pgrpo replay --component-range`` passes it, and a function the
+    log does not have is an input error."""
+    from pgrpo.live.reads import curves_from_history
+    from pgrpo.stages.live import replay_curves, run_replay
+
+    history = _two_function_history(acc_rises=False)
+    settings = LiveSettings(every=10, stop_if_plateau_below=1.5, forecast_every=1, component_ranges={"acc": (0.0, 3.0)})
+    last = replay_curves(curves_from_history(history), settings, total_steps=200, lag_reads=0)["_last"]
+    assert 3.6 < last.summed_plateau["hi80"] < 4.2 and last.summed_plateau["lo80"] < 1.15
+    log = tmp_path / "trainer_state.json"
+    log.write_text(json.dumps({"log_history": history}))
+    replayed = run_replay(str(log), every=10, stop_if_plateau_below=1.5, forecast_every=1, total_steps=200,
+                          quiet=True, component_ranges={"acc": [0, 3]})
+    assert replayed["reads"][-1]["plateau_summed"]["hi80"] == pytest.approx(last.summed_plateau["hi80"])
+    with pytest.raises(InputError, match="--component-range names 'correct', not a reward function of the log"):
+        run_replay(str(log), quiet=True, component_ranges={"correct": [0, 1]})
+    declared = LiveSettings().with_declared_ranges(None, {"acc": [0, 3]})
+    assert declared.component_ranges == {"acc": (0.0, 3.0)} and declared.reward_range is None
+    assert declared.with_declared_ranges((0, 1), {"acc": [0, 9]}).component_ranges == {"acc": (0.0, 3.0)}  # kept
+    from pgrpo.live import DynamicsCallback
+
+    assert DynamicsCallback(component_ranges={"acc": [0, 3]}, background=False).settings.component_ranges == {
+        "acc": (0.0, 3.0)}
+    with pytest.raises(InputError, match="live component_ranges: 'acc' must be two numbers LO < HI"):
+        DynamicsCallback(component_ranges={"acc": [3, 0]}, background=False)
+
+
 def test_a_slow_start_at_the_floor_is_not_stopped_as_a_stuck_run():
     """A phase mode stops only once its ongoing phase has lasted ``min_episode_fraction`` (10%) of the planned run:
     zero-spread groups at the reward's floor flagged at the reads of steps 10 and 20 of a 250-step run (a phase from

@@ -5,8 +5,10 @@ risen and a function still at its floor is taken as flat; forecast one by one, e
 that has not started to rise by the cut keeps its headroom in the plateau's interval.
 
 :func:`forecast_components` forecasts each function with :func:`pgrpo.fit.forecast.forecast_run` and sums them
-at every step ahead: the mean curve is the sum of the functions' mean curves (no forecast can time a rise that has
-not begun); the draws (of the mean curve and of the logged value) are the sums of the functions' draws, paired at
+at every step ahead: the mean curve is the sum of the functions' mean curves, each its laws' best fits (no forecast
+can time a rise that has not begun, and a declared range's bounds are not where a function is going: chosen on the
+real dev logs with their sources' ranges declared, mean-curve error 0.771 -> 0.708 of persistence's, plateau 0.718 ->
+0.678, against each function's draws' mean; the generated two-stage curves unchanged); the draws (of the mean curve and of the logged value) are the sums of the functions' draws, paired at
 random (independent), where a function that has not started (its smoothed level at the cut within three standard
 errors of its start) rises, in half of the draws (:data:`RISE_PROBABILITY`: no log tells whether the run's next
 stage begins before the horizon; one coin per draw for all the functions not yet started, so that the band keeps
@@ -184,8 +186,10 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
     from pgrpo.fit.forecast import forecast_run
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 
-    # each function's own forecast without a single reward's headroom: a function waiting to rise gets it here
-    settings = (settings or ForecasterSettings()).replace(headroom=False)
+    # each function's own forecast without a single reward's headroom (a function waiting to rise gets it here), its
+    # point forecast the laws' best fits: the draws of a function with a declared range spread up to its bounds where
+    # the window cannot pin its plateau, and the headroom belongs in the band, not in the mean curve
+    settings = (settings or ForecasterSettings()).replace(headroom=False, center="best")
     ranges = dict(ranges or {})
     rng = np.random.default_rng(seed)
     runs, early_rises = {}, {}

@@ -88,6 +88,9 @@ class LiveSettings:
     stop_severities: tuple[str, ...] = tuple(sorted(STOP_SEVERITIES))
     #: the reward function that scores the task (``diagnostics.reward_hacking.gold_reward``; None: by its name)
     gold_reward: str | None = None
+    #: each reward function's declared range, fn -> (lo, hi) in its own units (``pgrpo forecast --component-range``):
+    #: a function not yet rising keeps its headroom in the summed forecast's plateau band
+    component_ranges: Mapping[str, tuple[float, float]] | None = None
 
     def __post_init__(self):
         for name in ("every", "forecast_every", "consecutive_reads"):
@@ -110,6 +113,9 @@ class LiveSettings:
         if self.reward_range is not None and (len(self.reward_range) != 2
                                               or not float(self.reward_range[0]) < float(self.reward_range[1])):
             raise InputError(f"live reward_range: must be two numbers LO < HI, got {list(self.reward_range)}")
+        for fn, bounds in (self.component_ranges or {}).items():
+            if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
+                raise InputError(f"live component_ranges: {fn!r} must be two numbers LO < HI, got {list(bounds)}")
 
     def config(self) -> DiagnosticsConfig:
         """The ``diagnostics`` config the CLI would build from ``--reward-range``, ``--max-completion-length`` and
@@ -133,9 +139,20 @@ class LiveSettings:
         return self if self.max_completion_length is not None or not cap else replace(
             self, max_completion_length=int(cap))
 
+    def with_declared_ranges(self, reward_range: Sequence[float] | None,
+                             component_ranges: Mapping[str, Sequence[float]] | None) -> "LiveSettings":
+        """These settings with the ranges a user declares (the reward's, each reward function's) set where they
+        were not."""
+        return replace(self, reward_range=self.reward_range or (tuple(map(float, reward_range)) if reward_range
+                                                                 else None),
+                       component_ranges=self.component_ranges or ({str(fn): (float(lo), float(hi)) for fn, (lo, hi)
+                                                                   in component_ranges.items()}
+                                                                  if component_ranges else None))
+
     def to_dict(self) -> dict[str, Any]:
         return plain({"every": self.every, "stop_on": list(self.stop_on),
                       "stop_if_plateau_below": self.stop_if_plateau_below, "reward_range": self.reward_range,
+                      "component_ranges": dict(self.component_ranges) if self.component_ranges else None,
                       "max_completion_length": self.max_completion_length, "forecast_every": self.forecast_every,
                       "rule_set": self.rule_set, "window_rows": self.window_rows,
                       "consecutive_reads": self.consecutive_reads, "stop_severities": list(self.stop_severities)})
@@ -391,7 +408,7 @@ def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, 
     reward = frame["reward"].to_numpy(float) if "reward" in frame.columns else None
     reward_range = tuple(map(float, settings.reward_range)) if settings.reward_range else None
     staged = forecast_logged_components(frame["step"].to_numpy(float), reward, columns, fraction, total_steps,
-                                        ForecasterSettings(), {}, reward_range)
+                                        ForecasterSettings(), dict(settings.component_ranges or {}), reward_range)
     if staged is None:
         return None
     out = staged.to_dict()

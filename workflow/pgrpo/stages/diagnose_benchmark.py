@@ -7,7 +7,9 @@ the real public TRL GRPO logs of ``benchmarks/forecast/data`` (``labels.json``: 
 and onset, ``SOURCES.md``: where each log comes from; its ``split`` is ``dev`` or ``holdout``, fixed by a hash of the
 file name before any threshold was chosen). Thresholds are the defaults of ``diagnostics:`` (chosen on the planted
 logs and the dev split). What a practitioner would know is passed as ``meta``: the completion cap and the group
-size where the source's notes state them.
+size where the source's notes state them. The reward ranges the sources' code states (``ranges.json``,
+:func:`declared_ranges`) ride in ``meta`` but are not declared to the rules: summed from each function's extreme
+returns, they misplace a stuck reward (measured on dev: ``docs/diagnose.md``, "Declared reward ranges").
 
 Writes ``OUT/table.md`` (the summary and the per-log matrix), ``OUT/table.csv`` (one row per log and mode),
 ``OUT/summary.csv`` (the counts per split, rule set and mode) and ``OUT/verdicts/<log>.json``.
@@ -32,6 +34,8 @@ from pgrpo.stages.diagnose import log_curves
 from pgrpo.tables.diagnose_benchmark import benchmark_markdown
 
 DEFAULT_DATA_DIR = "benchmarks/forecast/data"
+#: the reward ranges the logs' sources state (per log file: ``reward_range`` and ``reward_function_ranges``)
+DECLARED_RANGES = "ranges.json"
 #: labels of the modes added after ``labels.json`` was written (oscillation, length_collapse, length_hacking)
 EXTRA_LABELS = "benchmarks/diagnose/labels_new_modes.json"
 
@@ -50,6 +54,35 @@ def write_planted(out: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def declared_ranges(data_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """The reward ranges ``data_dir/ranges.json`` records as facts of each log's source (``SOURCES.md``, "Declared
+    reward ranges"): file -> ``{"reward_range": (lo, hi) or None, "reward_function_ranges": {fn: (lo, hi)}}``, a
+    function whose range the source leaves open left out. No file: none declared. A range that is not two numbers
+    LO < HI is an input error naming the file and the key."""
+    path = Path(data_dir) / DECLARED_RANGES
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+
+    def bounds(value: Any, where: str) -> tuple[float, float] | None:
+        if value is None:
+            return None
+        if (not isinstance(value, (list, tuple)) or len(value) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+                or not float(value[0]) < float(value[1])):
+            raise InputError(f"{path}: {where}: must be null or two numbers [LO, HI] with LO < HI, got {value!r}")
+        return float(value[0]), float(value[1])
+
+    for file, entry in json.loads(path.read_text()).items():
+        functions = {}
+        for fn, value in (entry.get("reward_function_ranges") or {}).items():
+            if (r := bounds(value, f"'{file}' reward_function_ranges '{fn}'")) is not None:
+                functions[fn] = r
+        out[file] = {"reward_range": bounds(entry.get("reward_range"), f"'{file}' reward_range"),
+                     "reward_function_ranges": functions}
+    return out
+
+
 def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABELS) -> list[dict[str, Any]]:
     """The labelled public logs of ``data_dir``: every file named in its ``labels.json``, with the labels of
     ``extra_labels`` (per file, the later modes) merged in; a mode labelled in neither is unknown (``label``
@@ -60,6 +93,7 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
         raise InputError(f"diagnose benchmark: {labels_path}: no such file")
     labels = json.loads(labels_path.read_text())
     extra = json.loads(Path(extra_labels).read_text()) if extra_labels and Path(extra_labels).is_file() else {}
+    ranges = declared_ranges(data_dir)
     runs = []
     for file, entry in sorted(labels.items()):
         entry = {**{m: {"label": None, "onset_step": None, "reason": "not labelled"} for m in MODES
@@ -72,8 +106,14 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
             raise InputError(f"diagnose benchmark: {labels_path}: entry '{file}' has no '{missing[0]}'")
         data = json.loads(path.read_text())
         notes = data.get("notes", "") if isinstance(data, dict) else ""
+        meta = meta_from_notes(notes)
+        declared = ranges.get(file) or {}
+        if declared.get("reward_range"):
+            meta["reward_range"] = list(declared["reward_range"])
+        if declared.get("reward_function_ranges"):
+            meta["reward_function_ranges"] = {fn: list(r) for fn, r in declared["reward_function_ranges"].items()}
         runs.append({"name": file[:-5], "path": path, "split": entry["split"],
-                     "labels": {m: entry[m] for m in MODES}, "meta": meta_from_notes(notes)})
+                     "labels": {m: entry[m] for m in MODES}, "meta": meta})
     return runs
 
 

@@ -38,6 +38,7 @@ from pgrpo.fit.family_oracle import BanditSetting
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 from pgrpo.fit.staged import reward_components
 from pgrpo.grpo.run_log import reward_function_columns
+from pgrpo.stages.diagnose_benchmark import DECLARED_RANGES, declared_ranges
 from pgrpo.stages.logs import read_run_log
 
 #: the ``forecast_benchmark`` config section's defaults
@@ -206,8 +207,8 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
     """Every public log ``<name>.json`` under ``data_dir`` (read by :func:`pgrpo.stages.logs.read_run_log`): its reward
     curve, and its eval reward where it has at least :data:`MIN_POINTS` points; split and provenance from
     ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the
-    file's ``source``. A log's ``reward_range`` (the file's own key, or a binary reward named in its ``task``) is its
-    declared range; Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep
+    file's ``source``. A log's declared range is its source's (``ranges.json``,
+    :func:`pgrpo.stages.diagnose_benchmark.declared_ranges`: the reward's and each reward function's); Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep
     (:func:`with_study_sweeps`); a reward curve whose reward functions add up to it
     (:func:`pgrpo.fit.staged.reward_components`) carries them, for the per-function method. No folder: no curves."""
     root = Path(data_dir)
@@ -215,18 +216,18 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
         return []
     labels_path = root / "labels.json"
     labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
+    ranges = declared_ranges(root)
     curves: list[Curve] = []
     for path in sorted(root.glob("*.json")):
-        if path.name == "labels.json":
+        if path.name in ("labels.json", DECLARED_RANGES):
             continue
         raw = json.loads(path.read_text())
         frame = read_run_log(path)
         info = raw if isinstance(raw, dict) else {}
         split = (labels.get(path.name) or {}).get("split", split_of(path.name))
-        declared = info.get("reward_range")
         task = str(info.get("task", ""))
-        if declared is None and re.search(r"\bbinary\b", task, re.IGNORECASE) and "correctness" in task.lower():
-            declared = [0.0, 1.0]
+        declared = (ranges.get(path.name) or {}).get("reward_range")
+        function_ranges = (ranges.get(path.name) or {}).get("reward_function_ranges") or {}
         functions = {fn: frame[c].to_numpy(float) for fn, c in reward_function_columns(frame.columns).items()}
         parts = (reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), functions)
                  if "reward" in frame.columns else None)
@@ -236,7 +237,8 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
             t, y = _finite(frame["step"], frame[column])
             if t.size < MIN_POINTS:
                 continue
-            components = ({fn: (ct, cy, None) for fn, (ct, cy) in parts.series.items()}
+            term_ranges = parts.weighted_ranges(function_ranges) if parts is not None else {}
+            components = ({fn: (ct, cy, term_ranges.get(fn)) for fn, (ct, cy) in parts.series.items()}
                           if column == "reward" and parts is not None and len(parts.series) >= 2 else None)
             curves.append(Curve(
                 id=f"{path.stem}/{column}", part="real", split=split, column=column, steps=t, values=y,

@@ -162,6 +162,10 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                   "theory": theory, "_last": reads[-1], "_reads": reads})
 
 
+def _ranges(component_ranges: Mapping[str, Sequence[float]] | None) -> dict[str, tuple[float, float]] | None:
+    return {str(fn): (float(r[0]), float(r[1])) for fn, r in component_ranges.items()} if component_ranges else None
+
+
 def _read_meta(meta_json: str | None) -> dict[str, Any] | None:
     return read_json(meta_json, "run metadata") if meta_json else None
 
@@ -170,7 +174,8 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
                out_json: str | None = None, meta_json: str | None = None, reward_range: Sequence[float] | None = None,
                max_completion_length: int | None = None, total_steps: float | None = None,
                quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY,
-               lag_reads: int = DEFAULT_LAG_READS, gold_reward: str | None = None) -> dict[str, Any]:
+               lag_reads: int = DEFAULT_LAG_READS, gold_reward: str | None = None,
+               component_ranges: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
     printing one verdict line per read; ``out_json`` gets the replay's JSON. ``lag_reads``: 1 models the
     callback's default (background reads: a stop one read after the read that decided), 0 ``background=False``
@@ -182,8 +187,14 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
     settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                             tuple(reward_range) if reward_range else None,
                             max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every),
-                            gold_reward=gold_reward)
+                            gold_reward=gold_reward, component_ranges=_ranges(component_ranges))
     curves = log_curves(log_path, meta, None, allow_non_finite=True)
+    if settings.component_ranges:
+        from pgrpo.grpo.run_log import reward_function_columns
+        from pgrpo.stages.fit import check_component_ranges
+
+        check_component_ranges(settings.component_ranges, list(reward_function_columns(curves.frame.columns)),
+                               f"the log {log_path}")
     result = replay_curves(curves, settings, total_steps, progress=not quiet, lag_reads=lag_reads)
     result.pop("_last"), result.pop("_reads")
     if out_json:
@@ -268,7 +279,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
               max_reads: int | None = None, stop_on: Sequence[str] = (),
               stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
               idle_timeout: float | None = None, gold_reward: str | None = None, on_alert: str | None = None,
-              alert_on: Sequence[str] | None = None) -> WatchOutcome:
+              alert_on: Sequence[str] | None = None,
+              component_ranges: Mapping[str, Sequence[float]] | None = None) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
     log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
@@ -287,7 +299,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
         raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
     rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
                                  tuple(reward_range) if reward_range else None, max_completion_length,
-                                 gold_reward=gold_reward)
+                                 gold_reward=gold_reward, component_ranges=_ranges(component_ranges))
     alerting = bool(on_alert) or bool(alert_on)
     scheduled = (ScheduledReads(rule_settings, alert_on, alerts=alerting)
                  if (stop_on or stop_if_plateau_below is not None or alerting) else None)

@@ -6,9 +6,11 @@ scored against the labelled onsets (:mod:`pgrpo.live.benchmark`).
 The corpus is the diagnose benchmark's (:mod:`pgrpo.stages.diagnose_benchmark`): the planted logs of
 :mod:`pgrpo.diagnose.planted` (written to ``OUT/planted/``) and the labelled public TRL logs of
 ``benchmarks/forecast/data`` (``dev`` and ``holdout`` splits, labels with onsets in ``labels.json`` and
-``benchmarks/diagnose/labels_new_modes.json``). Nothing here is tuned: the callback's defaults are replayed, and the
-holdout split is reported apart. Each run is replayed once per rule set with no stop rule (every read kept); the
-stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first and
+``benchmarks/diagnose/labels_new_modes.json``). Nothing here is tuned: the callback's defaults are replayed, told
+what a user would know (the completion cap, and each reward function's range where the log's source states it:
+``ranges.json``; the reward's summed range is not declared, as in the diagnose benchmark), and the holdout split is
+reported apart. Each run is replayed once per rule
+set with no stop rule (every read kept); the stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first and
 every ``forecast_every``-th read); the stop rules scored here read only the diagnosis.
 
 Writes ``OUT/table.md``, ``OUT/table.csv`` (one row per log, rule set and mode), ``OUT/summary.json`` (the
@@ -39,8 +41,10 @@ def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[li
     steps, rewards, _ = curves.series("reward")
     rows, reads_out = [], {}
     for rule_set in RULE_SETS:
-        settings = live_settings(rule_set, every, forecast_every).with_completion_cap(
-            (run["meta"] or {}).get("max_completion_length"))
+        meta = run["meta"] or {}
+        settings = live_settings(rule_set, every, forecast_every).with_completion_cap(meta.get("max_completion_length"))
+        if rule_set == "ours":  # each reward function's range, for the summed forecast (docs/live.md)
+            settings = settings.with_declared_ranges(None, meta.get("reward_function_ranges"))
         started = time.perf_counter()
         replay = replay_curves(curves, settings)
         seconds = time.perf_counter() - started

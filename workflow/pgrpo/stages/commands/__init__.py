@@ -125,3 +125,19 @@ def add_required(parser: argparse.ArgumentParser, *flags: str) -> None:
     """Required options without a help text (the files a rule passes: --csv, --md, --png ...), in this order."""
     for flag in flags:
         parser.add_argument(flag, required=True)
+
+
+def parse_component_ranges(triples) -> dict[str, tuple[float, float]]:
+    """``--component-range FN LO HI`` (repeatable) as ``{FN: (LO, HI)}``; LO and HI not numbers, or not LO < HI, is
+    an input error naming FN."""
+    from pgrpo.errors import InputError
+
+    ranges = {}
+    for fn, lo, hi in triples or ():
+        try:
+            ranges[fn] = (float(lo), float(hi))
+        except ValueError:
+            raise InputError(f"--component-range {fn}: LO and HI must be numbers, got {lo!r} {hi!r}") from None
+        if not ranges[fn][0] < ranges[fn][1]:
+            raise InputError(f"--component-range {fn}: LO must be below HI, got {lo} {hi}")
+    return ranges

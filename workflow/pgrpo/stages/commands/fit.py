@@ -3,7 +3,8 @@ forecasts of a run's reward curve (:mod:`pgrpo.stages.fit`)."""
 
 from __future__ import annotations
 
-from pgrpo.stages.commands import USER_TOOLS, WORKFLOW_STAGES, Commands, add_required, add_section_args, config_section
+from pgrpo.stages.commands import (
+    USER_TOOLS, WORKFLOW_STAGES, Commands, add_required, add_section_args, config_section, parse_component_ranges)
 
 
 def add_commands(commands: Commands) -> None:
@@ -67,14 +68,7 @@ def _forecast(args):
     from pgrpo.stages import fit
 
     section = config_section(args, "fitting")
-    ranges = {}
-    for fn, lo, hi in args.component_range:
-        try:
-            ranges[fn] = (float(lo), float(hi))
-        except ValueError:
-            raise InputError(f"--component-range {fn}: LO and HI must be numbers, got {lo!r} {hi!r}") from None
-        if not ranges[fn][0] < ranges[fn][1]:
-            raise InputError(f"--component-range {fn}: LO must be below HI, got {lo} {hi}")
+    ranges = parse_component_ranges(args.component_range)
     if args.compare:
         from pgrpo.stages.forecast_compare import compare_paths, run_forecast_compare
 

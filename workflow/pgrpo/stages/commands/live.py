@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from pgrpo.stages.commands import BENCHMARKS, USER_TOOLS, Commands
+from pgrpo.stages.commands import BENCHMARKS, USER_TOOLS, Commands, parse_component_ranges
 
 _MODES_HELP = "hacking, degeneracy, concentration, instability, no_learning, regression, truncation"
 
@@ -75,6 +75,9 @@ def _run_arguments(p, total_steps: str) -> None:
     """What the user knows of the run, as ``pgrpo replay`` and ``pgrpo watch`` take it."""
     p.add_argument("--meta", help="meta.json (eta, mu, k_ref, G, max_completion_length, max_steps)")
     p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"), help="the reward's range, if known")
+    p.add_argument("--component-range", nargs=3, action="append", metavar=("FN", "LO", "HI"), default=[],
+                   help="declared range of the reward function FN (rewards/FN/mean), repeatable: a function not "
+                        "yet rising keeps its headroom in the summed forecast")
     p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
     p.add_argument("--gold-reward", metavar="FN", help="the reward function that scores the task (read as the "
                                                        "held-out curve for hacking when no eval column is logged; "
@@ -101,7 +104,8 @@ def _replay(args):
                              meta_json=args.meta, reward_range=args.reward_range,
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              quiet=args.quiet, forecast_every=args.forecast_every,
-                             lag_reads=0 if args.synchronous else 1, gold_reward=args.gold_reward)
+                             lag_reads=0 if args.synchronous else 1, gold_reward=args.gold_reward,
+                             component_ranges=parse_component_ranges(args.component_range) or None)
     first = ", ".join(f"{m} at step {s:g}" for m, s in result["first_flagged"].items()) or "no mode flagged"
     stopped = result["stopped"]
     decided = (f", decided by the read at step {stopped['read_step']:g}"
@@ -120,5 +124,6 @@ def _watch(args):
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
                              every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
-                             gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on)
+                             gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on,
+                             component_ranges=parse_component_ranges(args.component_range) or None)
     return outcome.exit_status
