@@ -179,6 +179,74 @@ def test_a_reward_that_starts_at_the_top_of_its_declared_range_is_saturated_not_
     assert undeclared["degeneracy"].flagged is True and "--reward-range" in undeclared["degeneracy"].reason
 
 
+def _three_function_frame(acc_level: float, n: int = 120) -> pd.DataFrame:
+    """Tied groups (zero spread at 85-95% of the steps): a format term near the top of [0, 0.5], a correctness term
+    at ``acc_level`` of [0, 2] (a little noise), and a strict format term that never pays (0 at every step, s.d. 0:
+    silent)."""
+    rng = np.random.default_rng(3)
+    fmt = 0.49 + 0.01 * rng.random(n)
+    acc = acc_level + 0.02 * rng.random(n)
+    return pd.DataFrame({"step": np.arange(1, n + 1), "reward": fmt + acc, "reward_std": 0.01 * rng.random(n),
+                         "frac_reward_zero_std": 0.85 + 0.1 * rng.random(n),
+                         "rewards/fmt/mean": fmt, "rewards/fmt/std": 0.01 * rng.random(n),
+                         "rewards/acc/mean": acc, "rewards/acc/std": 0.01 * rng.random(n),
+                         "rewards/strict/mean": np.zeros(n), "rewards/strict/std": np.zeros(n)})
+
+
+@pytest.mark.parametrize("acc_level, stuck", [(0.0, True), (1.97, False)])
+def test_declared_function_ranges_place_the_reward_by_its_lowest_function_that_is_not_silent(acc_level, stuck):
+    """Each function at its place in its declared range (``reward_function_ranges``, ``--component-range``): with
+    correctness at ~0.01 of [0, 2] (0.5% of its range) the tied groups are stuck, whatever the format term; at ~1.98
+    (99%) with the format term at ~0.495 of [0, 0.5] (99%) they are a solved task. The strict term never paid (silent:
+    it adds the same 0 to every completion) and does not count, though its place is 0%."""
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+
+    ranges = {"fmt": [0, 0.5], "acc": [0, 2], "strict": [0, 0.5]}
+    curves = RunCurves("m", None, _three_function_frame(acc_level), "hand")
+    verdict = diagnose_curves(curves, diagnostics_config({"modes": {"reward_function_ranges": ranges}})).verdicts.modes[
+        "degeneracy"]
+    numbers = verdict.numbers
+    assert numbers["range_source"] == "diagnostics.modes.reward_function_ranges"
+    if stuck:
+        assert verdict.flagged is True and numbers["late_position"] == pytest.approx(0.005, abs=0.003)
+        assert numbers["limiting_column"] == "rewards/acc/mean"
+    else:
+        assert verdict.flagged is False and verdict.verdict.startswith("saturation")
+        assert numbers["late_position"] == pytest.approx(0.99, abs=0.006)
+    assert "the lowest of its reward functions in their declared ranges" in verdict.reason
+
+
+def test_a_single_function_solved_from_the_start_is_saturated_once_its_range_is_declared():
+    """One reward function at 2.0 of its declared [-2, 2] from the first step: the declared function range tells
+    degeneracy it is solved and no_learning that it had no headroom, as a declared reward range does; a bad range
+    names its key; ``pgrpo diagnose --component-range`` for a function the log does not have is an input error."""
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+
+    n = 120
+    wobble = 0.01 * (np.arange(n) % 2)
+    frame = pd.DataFrame({"step": np.arange(1, n + 1), "reward": 2.0 - wobble, "reward_std": wobble,
+                          "frac_reward_zero_std": np.where(wobble > 0, 0.9, 1.0), "rewards/label/mean": 2.0 - wobble})
+    curves = RunCurves("m", None, frame, "hand")
+    modes = diagnose_curves(curves, diagnostics_config({"modes": {"reward_function_ranges": {"label": [-2, 2]}}})
+                            ).verdicts.modes
+    assert modes["degeneracy"].flagged is False and modes["degeneracy"].verdict.startswith("saturation")
+    assert modes["no_learning"].flagged is False and "every reward function began within" in modes["no_learning"].reason
+    assert modes["no_learning"].numbers["headroom"]["label"] == pytest.approx(2.0 - np.mean(frame["reward"][:12]),
+                                                                             abs=0.006)
+    with pytest.raises(InputError, match="reward_function_ranges: 'label' must be \\[lo, hi\\] with lo < hi"):
+        diagnostics_config({"modes": {"reward_function_ranges": {"label": [2, -2]}}})
+
+
+def test_pgrpo_diagnose_takes_component_ranges_and_names_an_unknown_function(tmp_path):
+    frame = _three_function_frame(0.0)
+    history = [{k: float(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    path = write_log(tmp_path, "three", history)
+    report = run_diagnose(str(path), component_ranges={"fmt": [0, 0.5], "acc": [0, 2], "strict": [0, 0.5]})
+    assert report.verdicts.modes["degeneracy"].numbers["range_source"] == "diagnostics.modes.reward_function_ranges"
+    with pytest.raises(InputError, match="--component-range names 'correct', not a reward function of the log"):
+        run_diagnose(str(path), component_ranges={"correct": [0, 1]})
+
+
 def test_regression_is_told_from_a_noisy_plateau(tmp_path):
     rng = np.random.default_rng(1)
     steps = np.arange(1, 301)
