@@ -132,8 +132,6 @@ class ModesConfig:
     min_points: int = 8  # fewest logged values a mode needs (fewer: could not run)
     persistence: float = 0.6  # a failure began at the first step from which this share of the later points shows it
     reward_range: tuple[float, ...] | None = None  # [lo, hi] of the reward if known; else the run's own range
-    #: {fn: [lo, hi]} of each reward function (rewards/<fn>/mean) if known: the reward's position is its functions'
-    reward_function_ranges: Mapping[str, tuple[float, float]] | None = None
     min_episode_fraction: float = 0.1  # a resolved episode this long (share of the logged points) is flagged
     degeneracy: DegeneracyConfig = field(default_factory=DegeneracyConfig)
     concentration: ConcentrationModeConfig = field(default_factory=ConcentrationModeConfig)
@@ -186,8 +184,7 @@ def default_config_dict() -> dict[str, Any]:
 
 
 def _check_special(key: str, value: Any) -> Any:
-    """The keys whose default is None or text: K, max_completion_length, reward_range, reward_function_ranges,
-    rule_set, gold_reward."""
+    """The keys whose default is None or text: K, max_completion_length, reward_range, rule_set, gold_reward."""
     name = key.split(".")[-1]
     if name == "gold_reward":
         if value is not None and not (isinstance(value, str) and value):
@@ -203,17 +200,6 @@ def _check_special(key: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"diagnostics.{key} must be an integer >= 1 or null, got {value!r}")
         return value
-    if name == "reward_function_ranges":
-        if not isinstance(value, Mapping) or not all(isinstance(fn, str) and fn for fn in value):
-            raise InputError(f"diagnostics.{key} must map reward function names to [lo, hi], got {value!r}")
-        out = {}
-        for fn, bounds in value.items():
-            if not (isinstance(bounds, (list, tuple)) and len(bounds) == 2 and all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in bounds)
-                    and bounds[0] < bounds[1]):
-                raise InputError(f"diagnostics.{key}: '{fn}' must be [lo, hi] with lo < hi, got {bounds!r}")
-            out[fn] = (float(bounds[0]), float(bounds[1]))
-        return out or None
     if name == "reward_range":
         ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
@@ -225,7 +211,7 @@ def _check_special(key: str, value: Any) -> Any:
     return float(value)
 
 
-_SPECIAL = ("K", "max_completion_length", "reward_range", "reward_function_ranges", "rule_set", "gold_reward")
+_SPECIAL = ("K", "max_completion_length", "reward_range", "rule_set", "gold_reward")
 
 
 def _check_value(key: str, default: Any, value: Any) -> Any:

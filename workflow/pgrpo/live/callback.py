@@ -79,8 +79,8 @@ class DynamicsCallback(TrainerCallback):
     headroom in the band; :meth:`pgrpo.live.reads.LiveRead.decision_plateau`). ``reward_range`` and
     ``max_completion_length`` (default: the trainer's ``args.max_completion_length``) are what ``pgrpo diagnose``
     takes on its command line; ``component_ranges`` (fn -> (lo, hi), each reward function's own range, as ``pgrpo
-    forecast --component-range`` and ``pgrpo diagnose --component-range``) gives a function that has not started to
-    rise its headroom in the summed forecast, and places the reward in its range by its functions. ``forecast_every``: the forecast runs at every this many
+    forecast --component-range``) gives a function that has not started to rise its headroom in the summed
+    forecast. ``forecast_every``: the forecast runs at every this many
     reads (default 3; 1: every read), the reads between diagnose only and carry the latest forecast forward.
 
     ``background`` (default True): the read made at a read step runs in ONE worker process (started at train

@@ -118,13 +118,11 @@ class LiveSettings:
                 raise InputError(f"live component_ranges: {fn!r} must be two numbers LO < HI, got {list(bounds)}")
 
     def config(self) -> DiagnosticsConfig:
-        """The ``diagnostics`` config the CLI would build from ``--reward-range``, ``--component-range``,
-        ``--max-completion-length`` and ``--gold-reward``."""
+        """The ``diagnostics`` config the CLI would build from ``--reward-range``, ``--max-completion-length`` and
+        ``--gold-reward``."""
         modes: dict[str, Any] = {} if self.rule_set == "ours" else {"rule_set": self.rule_set}
         if self.reward_range is not None:
             modes["reward_range"] = [float(v) for v in self.reward_range]
-        if self.component_ranges and self.rule_set == "ours":
-            modes["reward_function_ranges"] = {fn: [float(v) for v in r] for fn, r in self.component_ranges.items()}
         if self.max_completion_length is not None:
             modes["truncation"] = {"max_completion_length": int(self.max_completion_length)}
         section: dict[str, Any] = {"modes": modes} if modes else {}

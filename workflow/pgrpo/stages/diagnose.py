@@ -198,18 +198,15 @@ def diagnose_log(path: str, meta: Mapping[str, Any] | None = None, config: Diagn
 
 def diagnose_section(diagnostics: Mapping[str, Any] | None, rules: str | None = None,
                      max_completion_length: int | None = None,
-                     reward_range: Sequence[float] | None = None, gold_reward: str | None = None,
-                     component_ranges: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
+                     reward_range: Sequence[float] | None = None, gold_reward: str | None = None) -> dict[str, Any]:
     """The ``diagnostics`` section with the command line's choices merged into ``modes`` and ``reward_hacking``
-    (validated later; ``component_ranges``: ``--component-range``, ``modes.reward_function_ranges``)."""
+    (validated later)."""
     section = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in (diagnostics or {}).items()}
     modes = dict(section.get("modes") or {})
     if rules is not None:
         modes["rule_set"] = rules
     if reward_range is not None:
         modes["reward_range"] = list(reward_range)
-    if component_ranges:
-        modes["reward_function_ranges"] = {str(fn): list(r) for fn, r in component_ranges.items()}
     if max_completion_length is not None:
         modes["truncation"] = dict(modes.get("truncation") or {}, max_completion_length=max_completion_length)
     if modes:
@@ -234,16 +231,13 @@ def run_diagnose(
     allow_non_finite: bool = False,
     settings: Mapping[str, Any] | None = None,
     gold_reward: str | None = None,
-    component_ranges: Mapping[str, Sequence[float]] | None = None,
 ) -> DiagnosisReport:
     """``pgrpo diagnose LOG``: :func:`diagnose_log` with the config section validated and ``meta_json`` read first.
 
     Writes, each only when given: ``out_json`` (the verdicts: ``summary``, ``modes``, the Figures 2-5 read-outs),
     ``out_md`` (the one-page summary in Markdown), ``figure2..5`` and ``modes`` (.pdf, .png) in ``out_dir_figures``;
     ``out_dir`` gets all of them: ``verdicts.json``, ``summary.md``, ``summary.html`` and the figures. ``rules``
-    (``ours``/``toolkit``), ``max_completion_length``, ``reward_range`` and ``component_ranges`` (each reward
-    function's, ``reward_function_ranges``: a name the log does not have is an input error) override
-    ``diagnostics.modes``,
+    (``ours``/``toolkit``), ``max_completion_length`` and ``reward_range`` override ``diagnostics.modes``,
     ``gold_reward`` ``diagnostics.reward_hacking``;
     ``settings`` (``eta``, ``mu``, ``k_ref``: ``--lr --beta1 --k-ref``) override the meta's, for Theorem 7;
     ``allow_non_finite`` reads NaN/infinite values as a divergence instead of refusing the log. Returns the report
@@ -251,19 +245,13 @@ def run_diagnose(
     from pgrpo.atomic import write_json, write_text
 
     config = diagnostics_config(diagnose_section(diagnostics, rules, max_completion_length, reward_range,
-                                                 gold_reward, component_ranges))
+                                                 gold_reward))
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 1):
         raise InputError(f"G must be an integer >= 1, got {G!r}")
     meta = read_json(meta_json, "run metadata") if meta_json else None
     if settings:
         meta = {**(meta or {}), **dict(settings)}
     curves = log_curves(log_path, meta, G, allow_non_finite)
-    if component_ranges:
-        from pgrpo.grpo.run_log import reward_function_columns
-        from pgrpo.stages.fit import check_component_ranges
-
-        check_component_ranges(component_ranges, list(reward_function_columns(curves.frame.columns)),
-                               f"the log {log_path}")
     report = diagnose_curves(curves, config)
     figures: list[str] = []
     for folder in dict.fromkeys(f for f in (out_dir_figures, out_dir) if f):

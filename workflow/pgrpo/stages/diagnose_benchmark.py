@@ -7,10 +7,9 @@ the real public TRL GRPO logs of ``benchmarks/forecast/data`` (``labels.json``: 
 and onset, ``SOURCES.md``: where each log comes from; its ``split`` is ``dev`` or ``holdout``, fixed by a hash of the
 file name before any threshold was chosen). Thresholds are the defaults of ``diagnostics:`` (chosen on the planted
 logs and the dev split). What a practitioner would know is passed as ``meta``: the completion cap and the group
-size where the source's notes state them, and each reward function's range where the source's code states it
-(``ranges.json``, :func:`declared_ranges`), which our rule set is told as a user's ``--component-range``. The
-reward's summed range rides in ``meta`` but is not declared: summed from each function's extreme returns, its floor
-misplaces a stuck reward (measured on dev: ``docs/diagnose.md``, "Which range to declare").
+size where the source's notes state them. The reward ranges the sources' code states (``ranges.json``,
+:func:`declared_ranges`) ride in ``meta`` but are not declared to the rules: a range made of each function's extreme
+returns misplaces tied groups (measured on dev and the holdout: ``docs/diagnose.md``, "Which range to declare").
 
 Writes ``OUT/table.md`` (the summary and the per-log matrix), ``OUT/table.csv`` (one row per log and mode),
 ``OUT/summary.csv`` (the counts per split, rule set and mode) and ``OUT/verdicts/<log>.json``.
@@ -118,16 +117,6 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
     return runs
 
 
-def rule_set_section(rule_set: str, meta: dict[str, Any] | None) -> dict[str, Any]:
-    """The ``diagnostics`` section a rule set diagnoses a run with: ours told each reward function's declared range
-    (as a user's ``--component-range``), the toolkit's rules as they are (they have no such setting)."""
-    modes: dict[str, Any] = {"rule_set": rule_set}
-    if rule_set == "ours" and (meta or {}).get("reward_function_ranges"):
-        modes["reward_function_ranges"] = {fn: [float(v) for v in r]
-                                           for fn, r in meta["reward_function_ranges"].items()}
-    return {"modes": modes}
-
-
 def run_diagnose_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR,
                            progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Diagnose every planted and labelled log with each rule set, score, and write the tables (module docstring).
@@ -138,8 +127,8 @@ def run_diagnose_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR,
     rows: list[dict[str, Any]] = []
     for run in runs:
         curves = log_curves(str(run["path"]), run["meta"] or None, None)  # read once, diagnosed by each rule set
-        reports = {rule_set: diagnose_curves(curves, diagnostics_config(rule_set_section(rule_set, run["meta"])))
-                   .to_dict() for rule_set in RULE_SETS}
+        reports = {rule_set: diagnose_curves(curves, diagnostics_config({"modes": {"rule_set": rule_set}})).to_dict()
+                   for rule_set in RULE_SETS}
         write_json(out / "verdicts" / f"{run['name']}.json",
                    {r: {"summary": reports[r]["summary"], "modes": reports[r]["modes"]} for r in RULE_SETS})
         rows += rows_for(run["name"], run["split"], run["labels"], reports)

@@ -6,11 +6,10 @@ groups uniform). A high share means one of two opposite things: the task is solv
 reward at the top of its range: saturation, healthy) or the run is stuck (every completion equally wrong, the reward
 at the bottom). Each step is read with the moving average of the share (``smoothing_fraction`` of the points) and
 the reward's position in its range (:func:`~pgrpo.diagnose.modes.signals.reward_position`: ``reward_range`` if
-given, else the run's own range; with several reward functions the lowest position of any that moved; each reward
-function whose range is declared, ``reward_function_ranges``, at its place in it): a step is
+given, else the run's own range; with several reward functions the lowest position of any that moved): a step is
 *stuck* when the share is at or above ``frac_high`` and the position at or below ``stuck_position``, *saturated*
 when the share is that high above it. A reward that never moved beyond its noise has no range: its zero-spread groups
-are read as stuck (they carried no signal from the first step), unless a declared range places it at the top.
+are read as stuck (they carried no signal from the first step), unless ``reward_range`` places it at the top.
 Flagged when at least half of the late window is stuck and a persistent onset exists (the first stuck step from
 which ``persistence`` of the later steps are stuck), or when a stuck phase that resolved lasted at least
 ``modes.min_episode_fraction`` of the logged points with a mean share of at least ``(1 + frac_high) / 2``
@@ -83,12 +82,8 @@ def degeneracy(curves: RunCurves, config: DiagnosticsConfig) -> ModeVerdict:
                "late_saturated_fraction": float(np.mean(saturated[late])),
                "late_position": float(np.mean(position[late])), "reward_lo": where.lo, "reward_hi": where.hi,
                "range_source": where.source, "reward_moved": where.moved, "limiting_column": where.limiting}
-    by_functions = where.source == "diagnostics.modes.reward_function_ranges"
-    pos_text = (f"reward at {numbers['late_position']:.0%} of its range "
-                + ("" if by_functions else f"[{fmt(where.lo)}, {fmt(where.hi)}] ")
-                + (f"(the lowest of its reward functions in their declared ranges: {where.limiting})" if by_functions
-                   else f"({where.source}" + (f"; lowest: {where.limiting}" if where.limiting != "reward" else "")
-                   + ")")
+    pos_text = (f"reward at {numbers['late_position']:.0%} of its range [{fmt(where.lo)}, {fmt(where.hi)}] "
+                f"({where.source}" + (f"; lowest: {where.limiting}" if where.limiting != "reward" else "") + ")"
                 if where.moved or config.modes.reward_range is not None
                 else f"reward never moved beyond its noise (range [{fmt(where.lo)}, {fmt(where.hi)}]; with no "
                      f"reward_range declared it cannot be placed, and a task solved from the start reads as "

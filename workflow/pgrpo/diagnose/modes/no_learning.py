@@ -12,8 +12,7 @@ reported beside it: a fit whose plateau is within the noise of the start says th
 trained longer. A reward that rings (:mod:`~pgrpo.diagnose.modes.oscillation` flagged on it) moves beyond its noise:
 not flagged, whatever its early and late levels. A reward that began within the net rise's threshold of the top of
 its declared ``reward_range`` had no headroom to show a rise: saturated from the start, not flagged (without a
-declared range the top is not known, and such a run reads as not learning); so is one whose every reward function,
-declared (``reward_function_ranges``), began within its own net rise's threshold of its top. Onset: the first logged step (a
+declared range the top is not known, and such a run reads as not learning). Onset: the first logged step (a
 whole-run property).
 
 Severity reads how much rise the run has ruled out, not only how far it is from rising: a short run with little data
@@ -33,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pgrpo.diagnose.modes.record import NO_LEARNING, ModeVerdict, clear, flagged, not_run
-from pgrpo.diagnose.modes.signals import REWARD_FUNCTION_MEAN, components, curve, max_bias, missing_reason
+from pgrpo.diagnose.modes.signals import curve, max_bias, missing_reason
 from pgrpo.diagnose.numerics import fit_summary, fit_three_phase_curve, fmt, least_squares_line
 from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.settings import DiagnosticsConfig
@@ -73,24 +72,6 @@ def power_margin(test: dict[str, float], bound_z: float) -> tuple[float, float]:
     return upper, (min(test["noise_sd"] / upper, 10.0) if upper > 0 else 10.0)
 
 
-def functions_at_their_tops(curves: RunCurves, config: DiagnosticsConfig) -> dict[str, float] | None:
-    """Where every reward function the log has is declared (``reward_function_ranges``) and each began within its
-    own net rise's threshold of its declared top: fn -> its headroom at the start; else None."""
-    declared = config.modes.reward_function_ranges or {}
-    columns = components(curves) if declared else []
-    out = {}
-    for column in columns:
-        fn = REWARD_FUNCTION_MEAN.match(column)["fn"]
-        part = curve(curves, column, config) if fn in declared else None
-        if part is None:
-            return None
-        headroom = float(declared[fn][1] - part.early)
-        if not headroom <= rise_test(part, config.modes.no_learning.rise_over_noise)["net_threshold"]:
-            return None
-        out[fn] = headroom
-    return out or None
-
-
 def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str, Any] | None = None,
                 oscillation: Any = None) -> ModeVerdict:
     cfg = config.modes.no_learning
@@ -128,13 +109,6 @@ def no_learning(curves: RunCurves, config: DiagnosticsConfig, fits: Mapping[str,
         return clear(NO_LEARNING, "saturated from the start: no headroom to rise",
                      f"{text}; the reward began {fmt(top - reward.early)} below the top of its declared range "
                      f"({fmt(top)}), within the net rise's threshold: a rise could not show", numbers, thresholds)
-    at_top = functions_at_their_tops(curves, config) if top is None else None
-    if at_top:
-        numbers["headroom"] = {fn: h for fn, h in at_top.items()}
-        return clear(NO_LEARNING, "saturated from the start: no headroom to rise",
-                     f"{text}; every reward function began within its net rise's threshold of the top of its "
-                     "declared range (" + ", ".join(f"{fn} {fmt(h)} below" for fn, h in at_top.items())
-                     + "): a rise could not show", numbers, thresholds)
     evidence = max(abs(numbers["net_rise"]) / numbers["net_threshold"],
                    max(numbers["peak_rise"], 0) / numbers["peak_threshold"],
                    max(numbers["trend_rise"], 0) / numbers["trend_threshold"])

@@ -248,36 +248,12 @@ class Position:
     limiting: str
 
 
-def declared_function_positions(curves: RunCurves, reward: Curve, config: DiagnosticsConfig
-                                ) -> dict[str, np.ndarray]:
-    """Each reward function's position in its declared range (``diagnostics.modes.reward_function_ranges``), on
-    the reward's steps: column -> positions in [0, 1], for the functions the log has (three points at least) that
-    are not silent (:func:`silent_functions`: one that scored every completion alike at every step adds a constant
-    to each group and says nothing of whether its task is solved)."""
-    declared = config.modes.reward_function_ranges or {}
-    silent = {f["function"] for f in silent_functions(curves, config.modes.min_points)} if declared else set()
-    out = {}
-    for column in components(curves) if declared else ():
-        fn = REWARD_FUNCTION_MEAN.match(column)["fn"]
-        part = curve(curves, column, config) if fn in declared and fn not in silent else None
-        if part is None or part.n < 3:
-            continue
-        lo, hi = declared[fn]
-        out[column] = np.clip(np.interp(reward.steps, part.steps, (part.smooth - lo) / (hi - lo)), 0, 1)
-    return out
-
-
 def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig) -> Position:
     """The reward's position in ``[lo, hi]``: ``diagnostics.modes.reward_range`` if given, else the run's own range
     (min and max of the moving average). With several reward functions the position is the lowest over the total and
     each function that moved (a task term at its floor is not a solved task even if a format term is at its top).
     ``moved``: the total reward's range exceeds the noise (``rise_over_noise`` standard errors of the difference of two
-    moving-average values); a reward that never moved sits at position 0. Where the reward functions' ranges are
-    declared (``reward_function_ranges``) and no ``reward_range`` is, each declared function that is not silent
-    counts at its position in its own range, moved or not; where every function the log has that is not silent is
-    declared, they alone place the reward (a sum of the functions' extreme returns is a range whose floor no
-    completion may reach). Chosen on the dev split with the ranges the logs' sources state (issue 20): degeneracy's
-    false flags 3 -> 1 of the runs labelled no, 10 of 16 found either way (the summed range instead: 7 of 16)."""
+    moving-average values); a reward that never moved sits at position 0."""
     z = config.modes.no_learning.rise_over_noise
     given = config.modes.reward_range
     if given is not None:
@@ -285,19 +261,6 @@ def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig)
         position = (reward.smooth - lo) / (hi - lo)
         return Position(reward.steps, np.clip(position, 0, 1), lo, hi, "diagnostics.modes.reward_range", True,
                         reward.column)
-    declared = declared_function_positions(curves, reward, config)
-    silent = {f["function"] for f in silent_functions(curves, config.modes.min_points)} if declared else set()
-    if declared and len(declared) == len([c for c in components(curves)
-                                          if REWARD_FUNCTION_MEAN.match(c)["fn"] not in silent]):
-        position = np.full(reward.n, np.inf)
-        limiting = np.full(reward.n, "", dtype=object)
-        for column, p in declared.items():
-            limiting[p < position] = column
-            position = np.minimum(position, p)
-        late = window_mask(reward.steps, config.late_fraction, late=True)
-        names, counts = np.unique(limiting[late].astype(str), return_counts=True)
-        return Position(reward.steps, position, 0.0, 1.0, "diagnostics.modes.reward_function_ranges", True,
-                        str(names[np.argmax(counts)]))
     lo, hi = float(np.min(reward.smooth)), float(np.max(reward.smooth))
     moved = hi - lo > z * reward.se_window * math.sqrt(2) if math.isfinite(reward.sd) else hi > lo
     position = (reward.smooth - lo) / (hi - lo) if hi > lo else np.zeros(reward.n)
@@ -313,13 +276,9 @@ def reward_position(curves: RunCurves, reward: Curve, config: DiagnosticsConfig)
         lower = p_pos < position
         limiting[lower] = column
         position = np.minimum(position, p_pos)
-    for column, p_pos in declared.items():
-        limiting[p_pos < position] = column
-        position = np.minimum(position, p_pos)
     late = window_mask(reward.steps, config.late_fraction, late=True)
     names, counts = np.unique(limiting[late], return_counts=True)
-    source = "the run's own range" + (f" and the declared ranges of {', '.join(declared)}" if declared else "")
-    return Position(reward.steps, position, lo, hi, source, bool(moved), str(names[np.argmax(counts)]))
+    return Position(reward.steps, position, lo, hi, "the run's own range", bool(moved), str(names[np.argmax(counts)]))
 
 
 def episodes_from_mask(steps: np.ndarray, hits: np.ndarray, margin: np.ndarray | None = None,

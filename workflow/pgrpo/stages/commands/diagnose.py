@@ -3,8 +3,7 @@ modes and read-outs (:mod:`pgrpo.stages.diagnose`)."""
 
 from __future__ import annotations
 
-from pgrpo.stages.commands import (
-    USER_TOOLS, WORKFLOW_STAGES, Commands, add_required, add_section_args, config_section, parse_component_ranges)
+from pgrpo.stages.commands import USER_TOOLS, WORKFLOW_STAGES, Commands, add_required, add_section_args, config_section
 
 
 def add_commands(commands: Commands) -> None:
@@ -28,9 +27,6 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--max-completion-length", type=int, help="the run's completion cap (for truncation)")
     p.add_argument("--reward-range", type=float, nargs=2, metavar=("LO", "HI"),
                    help="the reward's range, if known (tells a solved task from a stuck one)")
-    p.add_argument("--component-range", nargs=3, action="append", metavar=("FN", "LO", "HI"), default=[],
-                   help="the range of reward function FN (rewards/FN/mean), if known, repeatable: the reward's "
-                        "place in its range is its functions' lowest (tells a solved task from a stuck one)")
     p.add_argument("--gold-reward", metavar="FN", help="the reward function that scores the task: read as the "
                                                        "held-out curve for hacking when no eval column is logged "
                                                        "(default: the one named correct/accuracy/exact/gold/verif)")
@@ -65,7 +61,6 @@ def _diagnose(args):
                                    max_completion_length=args.max_completion_length,
                                    reward_range=args.reward_range, allow_non_finite=args.allow_nan,
                                    gold_reward=args.gold_reward,
-                                   component_ranges=parse_component_ranges(args.component_range) or None,
                                    settings={k: v for k, v in (("eta", args.lr), ("mu", args.beta1),
                                                                ("k_ref", args.k_ref)) if v is not None})
     if not args.md:
