@@ -8,10 +8,10 @@ The corpus is the diagnose benchmark's (:mod:`pgrpo.stages.diagnose_benchmark`):
 ``benchmarks/forecast/data`` (``dev`` and ``holdout`` splits, labels with onsets in ``labels.json`` and
 ``benchmarks/diagnose/labels_new_modes.json``). Nothing here is tuned: the callback's defaults are replayed, told
 what a user would know (the completion cap, and each reward function's range where the log's source states it:
-``ranges.json``; the reward's summed range is not declared, as in the diagnose benchmark), and the holdout split is
-reported apart. Each run is replayed once per rule
-set with no stop rule (every read kept); the stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first and
-every ``forecast_every``-th read); the stop rules scored here read only the diagnosis.
+``ranges.json``, for the summed forecast; the reward's summed range is not declared, as in the diagnose benchmark),
+and the holdout split is reported apart. Each run is replayed once per rule set with no stop rule (every read kept);
+the stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first
+and every ``forecast_every``-th read); the stop rules scored here read only the diagnosis.
 
 Writes ``OUT/table.md``, ``OUT/table.csv`` (one row per log, rule set and mode), ``OUT/summary.json`` (the
 records per split, rule set and mode, and the settings) and ``OUT/reads/<log>.json`` (every read of both).
