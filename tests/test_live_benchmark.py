@@ -161,6 +161,9 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
     for name in keep:
         shutil.copy(f"{source}/{name}", data / name)
     (data / "labels.json").write_text(json.dumps({k: labels[k] for k in keep}))
+    first = next(iter(keep))  # one log's reward functions declared, as ranges.json states them
+    (data / "ranges.json").write_text(json.dumps({first: {"reward_range": [0, 9], "reward_function_ranges": {
+        "f": [0, 1]}, "reward_weights": None, "basis": "stated", "source_note": "a test's"}}))
     cases = planted_logs(corpus.SEED)
     monkeypatch.setattr(corpus, "planted_logs", lambda seed: {k: cases[k] for k in ("planted_healthy",
                                                                                      "planted_stuck_at_zero")})
@@ -173,3 +176,7 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
     table = (tmp_path / "out" / "table.md").read_text()
     assert "## holdout (held out" in table and "| degeneracy | toolkit |" in table
     assert summary["settings"]["reads"]["ours"] >= 3 and summary["settings"]["reads"]["toolkit"] >= 3
+    # ours is told the declared function ranges (for its summed forecast), not the summed range; the toolkit neither
+    reads = json.loads((tmp_path / "out" / "reads" / f"{first[:-5]}.json").read_text())
+    assert reads["ours"]["settings"]["component_ranges"] == {"f": [0.0, 1.0]}
+    assert reads["ours"]["settings"]["reward_range"] is None and reads["toolkit"]["settings"]["component_ranges"] is None
