@@ -438,7 +438,7 @@ def test_declared_ranges_reach_the_reward_and_each_function_as_its_term_in_the_r
     assert curve.components["acc"][2] == pytest.approx((0.0, 2.0))
     assert declared_ranges(tmp_path)["r.json"]["reward_function_ranges"] == {"fmt": (0.0, 1.0), "acc": (0.0, 1.0)}
     (tmp_path / "ranges.json").write_text(json.dumps({"r.json": {"reward_range": [3, 0]}}))
-    with pytest.raises(InputError, match=r"ranges\.json: 'r\.json' reward_range: must be null or two numbers"):
+    with pytest.raises(InputError, match=r"ranges\.json: 'r\.json' reward_range: must be null or two finite"):
         real_corpus(tmp_path)
 
 

@@ -179,4 +179,5 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
     # ours is told the declared function ranges (for its summed forecast), not the summed range; the toolkit neither
     reads = json.loads((tmp_path / "out" / "reads" / f"{first[:-5]}.json").read_text())
     assert reads["ours"]["settings"]["component_ranges"] == {"f": [0.0, 1.0]}
-    assert reads["ours"]["settings"]["reward_range"] is None and reads["toolkit"]["settings"]["component_ranges"] is None
+    assert reads["ours"]["settings"]["reward_range"] is None
+    assert reads["toolkit"]["settings"]["component_ranges"] is None

@@ -7,9 +7,10 @@ the real public TRL GRPO logs of ``benchmarks/forecast/data`` (``labels.json``: 
 and onset, ``SOURCES.md``: where each log comes from; its ``split`` is ``dev`` or ``holdout``, fixed by a hash of the
 file name before any threshold was chosen). Thresholds are the defaults of ``diagnostics:`` (chosen on the planted
 logs and the dev split). What a practitioner would know is passed as ``meta``: the completion cap and the group
-size where the source's notes state them. The reward ranges the sources' code states (``ranges.json``,
-:func:`declared_ranges`) ride in ``meta`` but are not declared to the rules: a range made of each function's extreme
-returns misplaces tied groups (measured on dev and the holdout: ``docs/diagnose.md``, "Which range to declare").
+size where the source's notes state them. Each reward function's range where the source's code states it
+(``ranges.json``, :func:`declared_ranges`) rides in ``meta`` for the live benchmark's summed forecast; no range is
+declared to the rules: one made of each function's extreme returns misplaces tied groups (measured on dev and the
+holdout: ``docs/diagnose.md``, "Which range to declare").
 
 Writes ``OUT/table.md`` (the summary and the per-log matrix), ``OUT/table.csv`` (one row per log and mode),
 ``OUT/summary.csv`` (the counts per split, rule set and mode) and ``OUT/verdicts/<log>.json``.
@@ -18,6 +19,7 @@ Writes ``OUT/table.md`` (the summary and the per-log matrix), ``OUT/table.csv`` 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -68,9 +70,11 @@ def declared_ranges(data_dir: str | Path) -> dict[str, dict[str, Any]]:
         if value is None:
             return None
         if (not isinstance(value, (list, tuple)) or len(value) != 2
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                           for v in value)
                 or not float(value[0]) < float(value[1])):
-            raise InputError(f"{path}: {where}: must be null or two numbers [LO, HI] with LO < HI, got {value!r}")
+            raise InputError(f"{path}: {where}: must be null or two finite numbers [LO, HI] with LO < HI, "
+                             f"got {value!r}")
         return float(value[0]), float(value[1])
 
     for file, entry in json.loads(path.read_text()).items():
@@ -108,8 +112,6 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
         notes = data.get("notes", "") if isinstance(data, dict) else ""
         meta = meta_from_notes(notes)
         declared = ranges.get(file) or {}
-        if declared.get("reward_range"):
-            meta["reward_range"] = list(declared["reward_range"])
         if declared.get("reward_function_ranges"):
             meta["reward_function_ranges"] = {fn: list(r) for fn, r in declared["reward_function_ranges"].items()}
         runs.append({"name": file[:-5], "path": path, "split": entry["split"],

@@ -208,9 +208,10 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
     curve, and its eval reward where it has at least :data:`MIN_POINTS` points; split and provenance from
     ``labels.json`` (a log it does not label: :func:`split_of` its file name, the rule the labels follow) and the
     file's ``source``. A log's declared range is its source's (``ranges.json``,
-    :func:`pgrpo.stages.diagnose_benchmark.declared_ranges`: the reward's and each reward function's); Eq. 9's ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep
-    (:func:`with_study_sweeps`); a reward curve whose reward functions add up to it
-    (:func:`pgrpo.fit.staged.reward_components`) carries them, for the per-function method. No folder: no curves."""
+    :func:`pgrpo.stages.diagnose_benchmark.declared_ranges`: the reward's and each reward function's); Eq. 9's
+    ``mu`` and ``K_ref`` are TRL's defaults; runs of one study are a sweep (:func:`with_study_sweeps`); a reward
+    curve whose reward functions add up to it (:func:`pgrpo.fit.staged.reward_components`) carries them, each with
+    its declared range as a term of the reward, for the per-function method. No folder: no curves."""
     root = Path(data_dir)
     if not root.is_dir():
         return []
