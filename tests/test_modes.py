@@ -179,6 +179,34 @@ def test_a_reward_that_starts_at_the_top_of_its_declared_range_is_saturated_not_
     assert undeclared["degeneracy"].flagged is True and "--reward-range" in undeclared["degeneracy"].reason
 
 
+def _mostly_solved_kl(blowups: tuple[int, ...] = ()) -> pd.DataFrame:
+    """A run whose prompts are mostly solved: four steps in five have every group tied (``frac_reward_zero_std`` 1)
+    and a KL of ~1e-5 nats; every fifth step has spread and a KL of ~0.2; ``blowups``: steps with spread whose KL is
+    5 nats (25x their like)."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 151)
+    spread = steps % 5 == 0
+    kl = np.where(spread, 0.2 + 0.02 * rng.standard_normal(steps.size), 1e-5 * (1 + rng.random(steps.size)))
+    kl[np.isin(steps, blowups)] = 5.0
+    return pd.DataFrame({"step": steps, "reward": 0.9 + 0.01 * rng.standard_normal(steps.size),
+                         "frac_reward_zero_std": np.where(spread, 0.4, 1.0), "kl": kl})
+
+
+@pytest.mark.parametrize("blowups, unstable", [((), False), ((40, 80, 120), True)])
+def test_kl_spikes_are_read_against_the_steps_whose_groups_had_spread(blowups, unstable):
+    """The tied steps' KL (~1e-5) is not the level of the steps still learning (~0.2): against it every fifth step
+    would be a 'spike' (0.2 > 10 x 1e-5 and 0.1 nats above), recurring, so the run would read as unstable. Against the
+    KL of the steps with spread, only the three 5-nat blow-ups (25x) are spikes, and they recur."""
+    from pgrpo.diagnose.readouts.report import diagnose_curves
+
+    curves = RunCurves("m", None, _mostly_solved_kl(blowups), "hand")
+    verdict = diagnose_curves(curves, diagnostics_config(None)).verdicts.modes["instability"]
+    assert verdict.flagged is unstable
+    assert verdict.numbers["kl"]["n_spikes"] == len(blowups)
+    if unstable:
+        assert verdict.numbers["kl"]["spike_steps"] == [40.0, 80.0, 120.0]
+
+
 def test_regression_is_told_from_a_noisy_plateau(tmp_path):
     rng = np.random.default_rng(1)
     steps = np.arange(1, 301)

@@ -179,7 +179,8 @@ def spikes(steps: np.ndarray, values: np.ndarray, factor: float, window: int, mi
     """Indices whose value exceeds ``factor`` x the median of the previous ``window`` reference values (positive ones
     at earlier points where ``reference`` is True; at least 2) and that median by at least ``min_excess``. Zeros (a
     logged grad_norm of 0) never set the reference level; ``reference`` leaves out the steps whose groups all had
-    zero spread, where the policy-gradient term is 0 and grad_norm is the KL term's alone."""
+    zero spread, where the policy-gradient term is 0 and grad_norm is the KL term's alone, and where the KL is that of
+    prompts already solved."""
     values = np.asarray(values, float)
     usable = np.isfinite(values) & (values > 0)
     if reference is not None:
