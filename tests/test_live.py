@@ -716,9 +716,9 @@ def test_a_declared_function_range_sets_the_headroom_of_a_function_that_waits_to
     assert replayed["reads"][-1]["plateau_summed"]["hi80"] == pytest.approx(last.summed_plateau["hi80"])
     with pytest.raises(InputError, match="--component-range names 'correct', not a reward function of the log"):
         run_replay(str(log), quiet=True, component_ranges={"correct": [0, 1]})
-    declared = LiveSettings().with_declared_ranges(None, {"acc": [0, 3]})
+    declared = LiveSettings().with_component_ranges({"acc": [0, 3]})
     assert declared.component_ranges == {"acc": (0.0, 3.0)} and declared.reward_range is None
-    assert declared.with_declared_ranges((0, 1), {"acc": [0, 9]}).component_ranges == {"acc": (0.0, 3.0)}  # kept
+    assert declared.with_component_ranges({"acc": [0, 9]}).component_ranges == {"acc": (0.0, 3.0)}  # kept
     from pgrpo.live import DynamicsCallback
 
     assert DynamicsCallback(component_ranges={"acc": [0, 3]}, background=False).settings.component_ranges == {

@@ -111,9 +111,7 @@ class DynamicsCallback(TrainerCallback):
         self.settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                                      tuple(reward_range) if reward_range is not None else None,
                                      max_completion_length, int(forecast_every), gold_reward=gold_reward,
-                                     component_ranges={str(fn): (float(r[0]), float(r[1]))
-                                                       for fn, r in component_ranges.items()}
-                                     if component_ranges else None)
+                                     component_ranges=component_ranges)
         self.output_dir = output_dir
         self.verbose = verbose
         self.background = bool(background)

@@ -116,6 +116,11 @@ class LiveSettings:
         for fn, bounds in (self.component_ranges or {}).items():
             if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
                 raise InputError(f"live component_ranges: {fn!r} must be two numbers LO < HI, got {list(bounds)}")
+        if self.component_ranges:  # as the summed forecast takes them: fn -> (lo, hi) floats, whatever was given
+            object.__setattr__(self, "component_ranges", {str(fn): (float(lo), float(hi))
+                                                          for fn, (lo, hi) in self.component_ranges.items()})
+        else:
+            object.__setattr__(self, "component_ranges", None)
 
     def config(self) -> DiagnosticsConfig:
         """The ``diagnostics`` config the CLI would build from ``--reward-range``, ``--max-completion-length`` and
@@ -139,15 +144,10 @@ class LiveSettings:
         return self if self.max_completion_length is not None or not cap else replace(
             self, max_completion_length=int(cap))
 
-    def with_declared_ranges(self, reward_range: Sequence[float] | None,
-                             component_ranges: Mapping[str, Sequence[float]] | None) -> "LiveSettings":
-        """These settings with the ranges a user declares (the reward's, each reward function's) set where they
-        were not."""
-        return replace(self, reward_range=self.reward_range or (tuple(map(float, reward_range)) if reward_range
-                                                                 else None),
-                       component_ranges=self.component_ranges or ({str(fn): (float(lo), float(hi)) for fn, (lo, hi)
-                                                                   in component_ranges.items()}
-                                                                  if component_ranges else None))
+    def with_component_ranges(self, component_ranges: Mapping[str, Sequence[float]] | None) -> "LiveSettings":
+        """These settings with each reward function's declared range set where none was."""
+        return self if self.component_ranges or not component_ranges else replace(
+            self, component_ranges=component_ranges)
 
     def to_dict(self) -> dict[str, Any]:
         return plain({"every": self.every, "stop_on": list(self.stop_on),

@@ -227,18 +227,19 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
         info = raw if isinstance(raw, dict) else {}
         split = (labels.get(path.name) or {}).get("split", split_of(path.name))
         task = str(info.get("task", ""))
-        declared = (ranges.get(path.name) or {}).get("reward_range")
-        function_ranges = (ranges.get(path.name) or {}).get("reward_function_ranges") or {}
+        source_ranges = ranges.get(path.name) or {}
+        declared = source_ranges.get("reward_range")
         functions = {fn: frame[c].to_numpy(float) for fn, c in reward_function_columns(frame.columns).items()}
         parts = (reward_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), functions)
                  if "reward" in frame.columns else None)
+        term_ranges = (parts.weighted_ranges(source_ranges.get("reward_function_ranges") or {}) if parts is not None
+                       else {})
         for column in ("reward", "eval_reward"):
             if column not in frame.columns:
                 continue
             t, y = _finite(frame["step"], frame[column])
             if t.size < MIN_POINTS:
                 continue
-            term_ranges = parts.weighted_ranges(function_ranges) if parts is not None else {}
             components = ({fn: (ct, cy, term_ranges.get(fn)) for fn, (ct, cy) in parts.series.items()}
                           if column == "reward" and parts is not None and len(parts.series) >= 2 else None)
             curves.append(Curve(

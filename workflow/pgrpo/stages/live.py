@@ -162,10 +162,6 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                   "theory": theory, "_last": reads[-1], "_reads": reads})
 
 
-def _ranges(component_ranges: Mapping[str, Sequence[float]] | None) -> dict[str, tuple[float, float]] | None:
-    return {str(fn): (float(r[0]), float(r[1])) for fn, r in component_ranges.items()} if component_ranges else None
-
-
 def _read_meta(meta_json: str | None) -> dict[str, Any] | None:
     return read_json(meta_json, "run metadata") if meta_json else None
 
@@ -187,7 +183,7 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
     settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                             tuple(reward_range) if reward_range else None,
                             max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every),
-                            gold_reward=gold_reward, component_ranges=_ranges(component_ranges))
+                            gold_reward=gold_reward, component_ranges=component_ranges)
     curves = log_curves(log_path, meta, None, allow_non_finite=True)
     if settings.component_ranges:
         from pgrpo.grpo.run_log import reward_function_columns
@@ -299,7 +295,7 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
         raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
     rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
                                  tuple(reward_range) if reward_range else None, max_completion_length,
-                                 gold_reward=gold_reward, component_ranges=_ranges(component_ranges))
+                                 gold_reward=gold_reward, component_ranges=component_ranges)
     alerting = bool(on_alert) or bool(alert_on)
     scheduled = (ScheduledReads(rule_settings, alert_on, alerts=alerting)
                  if (stop_on or stop_if_plateau_below is not None or alerting) else None)

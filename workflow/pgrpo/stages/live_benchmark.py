@@ -44,7 +44,7 @@ def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[li
         meta = run["meta"] or {}
         settings = live_settings(rule_set, every, forecast_every).with_completion_cap(meta.get("max_completion_length"))
         if rule_set == "ours":  # each reward function's range, for the summed forecast (docs/live.md)
-            settings = settings.with_declared_ranges(None, meta.get("reward_function_ranges"))
+            settings = settings.with_component_ranges(meta.get("reward_function_ranges"))
         started = time.perf_counter()
         replay = replay_curves(curves, settings)
         seconds = time.perf_counter() - started
