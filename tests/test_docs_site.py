@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.apt_install import apt_install
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/lib/chromium/chromium")
 
@@ -49,11 +51,9 @@ def ensure_chromium() -> str:
         raise BrowserUnavailable("chromium is not installed and this is not root")
     if shutil.which("apt-get") is None:
         raise BrowserUnavailable("chromium is not installed and there is no apt-get to install it")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if result.returncode != 0:
-            raise BrowserUnavailable(f"{' '.join(command)} failed: {(result.stderr or result.stdout)[-500:]}")
+    failure = apt_install(["chromium"])
+    if failure:
+        raise BrowserUnavailable(failure)
     found = find_chromium()
     if not found:
         raise BrowserUnavailable("apt installed chromium but no chromium executable was found")

@@ -26,6 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+if __name__ == "__main__":  # run as a script: the repository root, for tests.apt_install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.apt_install import apt_install  # noqa: E402
+
 MARKER = "# written by predictable-grpo tests/slurm/local_cluster.py"
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 GRES_CONF = Path("/etc/slurm/gres.conf")
@@ -49,12 +53,10 @@ def ensure_installed(log=print) -> None:
         raise ClusterUnavailable(f"SLURM is not installed ({', '.join(missing_binaries())}) and this is not root")
     if shutil.which("apt-get") is None:
         raise ClusterUnavailable("SLURM is not installed and there is no apt-get to install it")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     log("installing " + " ".join(PACKAGES) + " with apt-get")
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *PACKAGES]):
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if result.returncode != 0:
-            raise ClusterUnavailable(f"{' '.join(command)} failed: {(result.stderr or result.stdout)[-500:]}")
+    failure = apt_install(list(PACKAGES))
+    if failure:
+        raise ClusterUnavailable(failure)
     if missing_binaries():
         raise ClusterUnavailable(f"apt installed SLURM but {', '.join(missing_binaries())} are still missing")
 
