@@ -501,3 +501,21 @@ def test_a_single_reward_not_yet_rising_keeps_its_headroom_when_the_lever_is_on(
     rising = 0.1 + 0.6 * (1 - np.exp(-t / 20)) + rng.normal(0, 0.03, t.size)
     kept = forecast_early_window(t, rising, steps, context, ForecasterSettings(headroom=True))
     assert "waiting" not in (kept.details or {})
+
+
+def test_the_summed_plateau_point_never_falls_outside_its_own_band():
+    """Two functions flat at 0.8 sum to 1.6, but the declared range of the logged reward tops at 1.0: the summed
+    draws are clipped to it, so the band ends at 1.0 and the point is read at that bound, with a note, while the
+    sum of the best fits stays on record."""
+    from pgrpo.fit.staged import forecast_components
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(1.0, 201.0)
+    series = {fn: (steps, np.clip(0.8 + rng.normal(0, 0.02, steps.size), 0, 1)) for fn in ("format", "answer")}
+    staged = forecast_components(series, 0.25, 200.0, ranges={"format": (0.0, 1.0), "answer": (0.0, 1.0)},
+                                 total_range=(0.0, 1.0))
+    plateau = staged.plateau
+    assert plateau["sum_of_best_fits"] == pytest.approx(1.6, abs=0.05)
+    assert plateau["lo80"] <= plateau["mean"] <= plateau["hi80"] <= 1.0
+    assert plateau["mean"] == plateau["hi80"]
+    assert any("outside the 80% interval" in note for note in staged.notes)
