@@ -177,3 +177,27 @@ def test_every_cli_verb_has_help():
     for name in VERBS:
         result = subprocess.run([sys.executable, "-m", "pgrpo", name, "--help"], capture_output=True, text=True)
         assert result.returncode == 0 and "usage:" in result.stdout, name
+
+
+@pytest.mark.parametrize("value, kwargs, expected", [
+    ([0, 1], {}, (0.0, 1.0)),
+    ((-2.5, 8.5), {}, (-2.5, 8.5)),
+    (("0", "6"), {"text_ok": True}, (0.0, 6.0)),
+    (None, {"null_ok": True}, None),
+])
+def test_a_declared_range_is_two_finite_numbers_lo_below_hi(value, kwargs, expected):
+    from pgrpo.errors import range_bounds
+
+    assert range_bounds(value, "k", **kwargs) == expected
+
+
+@pytest.mark.parametrize("value, kwargs", [
+    ([1, 0], {}), ([1, 1], {}), ([0, float("inf")], {}), ([0, float("nan")], {}), ([0], {}), ([0, 1, 2], {}),
+    (None, {}), ("01", {}), ([True, 2], {}), (["0", "1"], {}), (["a", "1"], {"text_ok": True}), ({"lo": 0}, {}),
+    ({"lo": 0, "hi": 1}, {}),
+])
+def test_anything_else_as_a_range_is_an_input_error_naming_where(value, kwargs):
+    from pgrpo.errors import InputError, range_bounds
+
+    with pytest.raises(InputError, match=r"^ranges\.json 'x': must be .*two finite numbers LO < HI, got "):
+        range_bounds(value, "ranges.json 'x'", **kwargs)

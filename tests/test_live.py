@@ -723,7 +723,7 @@ def test_a_declared_function_range_sets_the_headroom_of_a_function_that_waits_to
 
     assert DynamicsCallback(component_ranges={"acc": [0, 3]}, background=False).settings.component_ranges == {
         "acc": (0.0, 3.0)}
-    with pytest.raises(InputError, match="live component_ranges: 'acc' must be two numbers LO < HI"):
+    with pytest.raises(InputError, match="live component_ranges 'acc': must be two finite numbers LO < HI"):
         DynamicsCallback(component_ranges={"acc": [3, 0]}, background=False)
 
 

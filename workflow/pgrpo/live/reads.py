@@ -22,7 +22,7 @@ from pgrpo.diagnose.columns import KNOWN_COLUMNS, apply_aliases
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.records import RunCurves, plain
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
-from pgrpo.errors import InputError
+from pgrpo.errors import InputError, range_bounds
 from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log
 
 #: the prefix of the keys a read adds to the trainer's logs (stripped again before a read)
@@ -110,15 +110,11 @@ class LiveSettings:
             raise InputError(f"live stop_if_plateau_below: must be a number, got {self.stop_if_plateau_below!r}")
         if self.gold_reward is not None and not (isinstance(self.gold_reward, str) and self.gold_reward):
             raise InputError(f"live gold_reward: must be a reward function's name, got {self.gold_reward!r}")
-        if self.reward_range is not None and (len(self.reward_range) != 2
-                                              or not float(self.reward_range[0]) < float(self.reward_range[1])):
-            raise InputError(f"live reward_range: must be two numbers LO < HI, got {list(self.reward_range)}")
-        for fn, bounds in (self.component_ranges or {}).items():
-            if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
-                raise InputError(f"live component_ranges: {fn!r} must be two numbers LO < HI, got {list(bounds)}")
+        range_bounds(self.reward_range, "live reward_range", null_ok=True)
         if self.component_ranges:  # as the summed forecast takes them: fn -> (lo, hi) floats, whatever was given
-            object.__setattr__(self, "component_ranges", {str(fn): (float(lo), float(hi))
-                                                          for fn, (lo, hi) in self.component_ranges.items()})
+            object.__setattr__(self, "component_ranges", {
+                str(fn): range_bounds(bounds, f"live component_ranges {fn!r}")
+                for fn, bounds in self.component_ranges.items()})
         else:
             object.__setattr__(self, "component_ranges", None)
 

@@ -19,7 +19,6 @@ Writes ``OUT/table.md`` (the summary and the per-log matrix), ``OUT/table.csv`` 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,7 +30,7 @@ from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.planted import SEED, planted_logs
 from pgrpo.diagnose.readouts.report import diagnose_curves
 from pgrpo.diagnose.settings import diagnostics_config
-from pgrpo.errors import InputError
+from pgrpo.errors import InputError, range_bounds
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.tables.diagnose_benchmark import benchmark_markdown
 
@@ -67,15 +66,7 @@ def declared_ranges(data_dir: str | Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
 
     def bounds(value: Any, where: str) -> tuple[float, float] | None:
-        if value is None:
-            return None
-        if (not isinstance(value, (list, tuple)) or len(value) != 2
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                           for v in value)
-                or not float(value[0]) < float(value[1])):
-            raise InputError(f"{path}: {where}: must be null or two finite numbers [LO, HI] with LO < HI, "
-                             f"got {value!r}")
-        return float(value[0]), float(value[1])
+        return range_bounds(value, f"{path}: {where}", null_ok=True)
 
     for file, entry in json.loads(path.read_text()).items():
         functions = {}

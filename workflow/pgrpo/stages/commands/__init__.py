@@ -130,14 +130,6 @@ def add_required(parser: argparse.ArgumentParser, *flags: str) -> None:
 def parse_component_ranges(triples) -> dict[str, tuple[float, float]]:
     """``--component-range FN LO HI`` (repeatable) as ``{FN: (LO, HI)}``; LO and HI not numbers, or not LO < HI, is
     an input error naming FN."""
-    from pgrpo.errors import InputError
+    from pgrpo.errors import range_bounds
 
-    ranges = {}
-    for fn, lo, hi in triples or ():
-        try:
-            ranges[fn] = (float(lo), float(hi))
-        except ValueError:
-            raise InputError(f"--component-range {fn}: LO and HI must be numbers, got {lo!r} {hi!r}") from None
-        if not ranges[fn][0] < ranges[fn][1]:
-            raise InputError(f"--component-range {fn}: LO must be below HI, got {lo} {hi}")
-    return ranges
+    return {fn: range_bounds((lo, hi), f"--component-range {fn}", text_ok=True) for fn, lo, hi in triples or ()}
