@@ -503,10 +503,9 @@ def test_a_single_reward_not_yet_rising_keeps_its_headroom_when_the_lever_is_on(
     assert "waiting" not in (kept.details or {})
 
 
-def test_the_summed_plateau_point_never_falls_outside_its_own_band():
-    """Two functions flat at 0.8 sum to 1.6, but the declared range of the logged reward tops at 1.0: the summed
-    draws are clipped to it, so the band ends at 1.0 and the point is read at that bound, with a note, while the
-    sum of the best fits stays on record."""
+def test_the_summed_plateau_stays_inside_the_declared_range_and_its_own_band():
+    """Two functions flat at 0.8 sum to 1.6, but the declared range of the logged reward tops at 1.0: the sum's curve,
+    its draws and its plateau are all read inside [0, 1], and the band holds the point."""
     from pgrpo.fit.staged import forecast_components
 
     rng = np.random.default_rng(3)
@@ -515,7 +514,34 @@ def test_the_summed_plateau_point_never_falls_outside_its_own_band():
     staged = forecast_components(series, 0.25, 200.0, ranges={"format": (0.0, 1.0), "answer": (0.0, 1.0)},
                                  total_range=(0.0, 1.0))
     plateau = staged.plateau
-    assert plateau["sum_of_best_fits"] == pytest.approx(1.6, abs=0.05)
-    assert plateau["lo80"] <= plateau["mean"] <= plateau["hi80"] <= 1.0
-    assert plateau["mean"] == plateau["hi80"]
-    assert any("outside the 80% interval" in note for note in staged.notes)
+    assert plateau["mean"] == 1.0 and plateau["lo80"] <= plateau["mean"] <= plateau["hi80"] <= 1.0
+    assert max(staged.forecast["mean"]) <= 1.0 and max(staged.forecast["hi80"]) <= 1.0
+    assert {fn: c.plateau["mean"] for fn, c in staged.per_function.items()} == pytest.approx(
+        {"format": 0.8, "answer": 0.8}, abs=0.02)
+
+
+def test_a_band_is_widened_to_hold_its_point_and_only_then():
+    """band_holding: the 10% and 90% quantiles of 0..100 are 10 and 90; a point inside leaves them, a point below
+    or above moves the nearer end to it, a NaN point or NaN draws are ignored."""
+    from pgrpo.fit.intervals import band_holding
+
+    draws = np.arange(0.0, 101.0)
+    assert band_holding(draws, 50.0) == pytest.approx({"lo80": 10.0, "hi80": 90.0})
+    assert band_holding(draws, 3.0) == pytest.approx({"lo80": 3.0, "hi80": 90.0})
+    assert band_holding(draws, 97.0) == pytest.approx({"lo80": 10.0, "hi80": 97.0})
+    assert band_holding(np.append(draws, np.nan), float("nan")) == pytest.approx({"lo80": 10.0, "hi80": 90.0})
+    assert band_holding(draws, 120.0, level=0.5) == pytest.approx({"lo50": 25.0, "hi50": 120.0})
+
+
+def test_plateau_and_t90_bands_hold_the_point_forecast():
+    """A mean curve flat at 0 whose draws all sit at 1 (a flat law weighed over rising draws): the plateau's point is
+    the curve's 0, and its band runs from 0 to 1 instead of excluding it."""
+    from pgrpo.fit.baselines import Predictive
+    from pgrpo.fit.forecaster import plateau_and_t90
+
+    steps = np.arange(11.0, 101.0)
+    draws = np.ones((50, steps.size))
+    prediction = Predictive("x", steps, np.zeros(steps.size), {}, draws, draws, np.array([]), 0.0)
+    out = plateau_and_t90(prediction, np.arange(1.0, 11.0), np.zeros(10), 100, 0.0)
+    assert out["plateau"]["mean"] == 0.0
+    assert out["plateau"]["lo80"] == 0.0 and out["plateau"]["hi80"] == pytest.approx(1.0)

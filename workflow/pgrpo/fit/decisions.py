@@ -23,6 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
+from pgrpo.fit.intervals import band_holding
+
 #: Domhan et al.'s threshold: a run whose plateau beats the best so far with probability below it is stopped
 STOP_THRESHOLD = 0.05
 
@@ -76,7 +78,8 @@ def target_reach(steps: Sequence[float], mean: Sequence[float], mean_draws: np.n
     share = float(reached.mean()) if crossings.size else 0.0
     lo = hi = float("nan")
     if share >= 0.5:
-        lo, hi = (float(q) for q in np.quantile(crossings[reached], [0.1, 0.9]))
+        band = band_holding(crossings[reached], point)
+        lo, hi = band["lo80"], band["hi80"]
         if share < 0.9:
             hi = float("nan")  # more than 10% of the draws never reach it: the band's top is beyond the horizon
     if already:

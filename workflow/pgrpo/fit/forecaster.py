@@ -42,6 +42,7 @@ from pgrpo.fit.deviation import fit_deviation
 from pgrpo.fit.level_guard import guard_weight, recentre, ses_drift_sd, smoothed_level
 from pgrpo.fit.intervals import (
     LEVELS,
+    band_holding,
     binomial_noise_sd,
     PLATEAU_SHARE,
     moving_average,
@@ -608,7 +609,8 @@ def plateau_and_t90(prediction: Predictive, t_early: np.ndarray, y_early: np.nda
                     start: float) -> dict[str, dict[str, float]]:
     """The plateau (the mean curve's mean over the run's last 10% of steps) and t90 (the first step at which the
     path, smoothed early log then the mean curve, makes 90% of its change from ``start`` to the plateau), each with
-    its central 80% band from the mean-curve draws. Both ``mean`` values are those of the point forecast (the mean
+    its central 80% band from the mean-curve draws, widened to hold the point where it falls outside
+    (:func:`pgrpo.fit.intervals.band_holding`). Both ``mean`` values are those of the point forecast (the mean
     curve), so they agree with the curve drawn; t90's ``mean_of_draws`` is the mean over the draws that reach it (NaN
     when fewer than half do): a mixture of a flat law (the change already made) and a rising one puts that mean
     between the two modes, at a step no draw has."""
@@ -626,13 +628,11 @@ def plateau_and_t90(prediction: Predictive, t_early: np.ndarray, y_early: np.nda
     t90_point = time_to_fraction_of_change(grid, np.concatenate([smooth, prediction.mean]), start, plateau_mean)
     reached = np.isfinite(t90)
     if reached.mean() >= 0.5:
-        lo, hi = np.quantile(t90[reached], [0.1, 0.9])
+        t90_band = band_holding(t90[reached], t90_point)
         mean = float(np.mean(t90[reached]))
     else:
-        lo = hi = mean = float("nan")
+        t90_band, mean = {"lo80": float("nan"), "hi80": float("nan")}, float("nan")
     return {
-        "plateau": {"mean": plateau_mean, "lo80": float(np.quantile(plateau_draws, 0.1)),
-                    "hi80": float(np.quantile(plateau_draws, 0.9))},
-        "t90": {"mean": t90_point, "lo80": float(lo), "hi80": float(hi), "mean_of_draws": mean,
-                "share_reached": float(reached.mean())},
+        "plateau": {"mean": plateau_mean, **band_holding(plateau_draws, plateau_mean)},
+        "t90": {"mean": t90_point, **t90_band, "mean_of_draws": mean, "share_reached": float(reached.mean())},
     }

@@ -62,6 +62,24 @@ def plateau_of(values: Sequence[float], share: float = PLATEAU_SHARE) -> float:
     return float(np.mean(v[-max(1, int(round(share * v.size))):]))
 
 
+def band_holding(draws: Sequence[float], point: float, level: float = 0.8) -> dict[str, float]:
+    """The central ``level`` interval of ``draws`` (``lo80``, ``hi80`` for 0.8), widened to hold ``point`` where the
+    point forecast falls outside it: a plateau or t90 is read off the mean curve, the interval off the draws, and a
+    mixture of a flat law and a rising one (or a rise drawn in most draws) can leave the curve's value below or above
+    most draws. A point outside its own interval is no forecast to decide with; the widened interval runs from the
+    curve drawn to the draws' quantile. A NaN point leaves the quantiles as they are."""
+    draws = np.asarray(draws, float)
+    draws = draws[np.isfinite(draws)]
+    tail = (1.0 - level) / 2.0
+    key = f"{round(100 * level)}"
+    if not draws.size:
+        return {f"lo{key}": float("nan"), f"hi{key}": float("nan")}
+    lo, hi = (float(q) for q in np.quantile(draws, [tail, 1.0 - tail]))
+    if np.isfinite(point):
+        lo, hi = min(lo, float(point)), max(hi, float(point))
+    return {f"lo{key}": lo, f"hi{key}": hi}
+
+
 def moving_average(y: Sequence[float], window: int) -> np.ndarray:
     """Centred moving average (the ends average the points they have)."""
     y = np.asarray(y, float)

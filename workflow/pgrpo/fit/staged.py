@@ -17,10 +17,9 @@ undeclared: the largest rise a function that has started shows by the cut (the s
 mean curve over the early window), none if none has, said in the notes) at
 an onset of its own uniform over the steps ahead. The plateau (the mean over the run's last 10% of steps) then has
 an 80% interval from the functions staying where they are to their reaching their tops, and the per-step intervals
-widen from the cut on. The plateau's point is the sum of the functions' best-fit plateaus, moved to the nearer bound
-of that interval where it falls outside it (the rise drawn in most draws, or the declared range clipping them, can
-leave the sum of the fits below or above 90% of the draws; a point outside its own 80% interval is no forecast a user
-can read; the 4 such points on the real dev logs, at f = 0.1 and 0.25, each move toward the truth). :func:`reward_components` picks the functions that make up the logged reward (a total logged
+widen from the cut on. The plateau's point is the sum of the functions' best-fit plateaus (inside the logged
+reward's declared range, as the draws are), and the interval holds it (:func:`pgrpo.fit.intervals.band_holding`):
+the rise drawn in most draws can leave the sum of the fits, the run staying where it is, below 90% of them. :func:`reward_components` picks the functions that make up the logged reward (a total logged
 as a function left out, TRL's reward weights read off the log). ``pgrpo forecast`` (key ``components``), the live
 callback's plateau stop rule and the forecast benchmark's two-stage family all call it. Where a function waits
 to rise (:attr:`StagedForecast.waiting`), the sum replaces the reward's own forecast in ``pgrpo forecast
@@ -36,7 +35,7 @@ import numpy as np
 
 from pgrpo.fit.baselines import Predictive
 from pgrpo.fit.headroom import has_started, rise_by_headroom, rise_coins, start_level
-from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, sample_intervals
+from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, band_holding, sample_intervals
 
 #: the reward functions add up to the logged reward when the r.m.s. of the difference is within this share of the
 #: reward's s.d. (logged values are rounded; a weight other than 1 misses by about that function's own s.d.)
@@ -246,8 +245,8 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
             tail = min(max(1, int(round(PLATEAU_SHARE * (result.n_early + grid.size)))), grid.size)
         own = np.mean(mean_d[:, -tail:], axis=1)
         per[fn] = ComponentForecast(fn, True, started, result.level_at_cut, headroom, declared, source,
-                                    {"mean": float(result.plateau["mean"]), "lo80": float(np.quantile(own, 0.1)),
-                                     "hi80": float(np.quantile(own, 0.9))})
+                                    {"mean": float(result.plateau["mean"]),
+                                     **band_holding(own, float(result.plateau["mean"]))})
         if summed is None:
             summed = Predictive("forecaster: per reward fn, summed", grid, p.mean, {}, mean_d, value_d,
                                 np.asarray(p.fitted, float), float("nan"))
@@ -264,20 +263,15 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                      "--component-range FN LO HI)")
     if summed is None:
         return StagedForecast(list(series), {}, {}, per, notes or ["no reward function could be forecast"])
-    if total_range is not None:
+    point = float(sum(c.plateau["mean"] for c in per.values() if c.success))
+    if total_range is not None:  # the sum's curve, its plateau and its draws all inside the reward's declared range
+        summed.mean = np.clip(summed.mean, *total_range)
         summed.mean_draws = np.clip(summed.mean_draws, *total_range)
         summed.value_draws = np.clip(summed.value_draws, *total_range)
+        point = float(np.clip(point, *total_range))
     summed.intervals = sample_intervals(summed.value_draws, LEVELS)
     draws = np.mean(summed.mean_draws[:, -tail:], axis=1)
-    best_fits = float(sum(c.plateau["mean"] for c in per.values() if c.success))
-    lo80, hi80 = float(np.quantile(draws, 0.1)), float(np.quantile(draws, 0.9))
-    point = float(np.clip(best_fits, lo80, hi80))
-    if point != best_fits:
-        notes.append(f"the functions' best fits sum to a plateau of {best_fits:.4g}, outside the 80% interval "
-                     f"[{lo80:.4g}, {hi80:.4g}] of the summed draws (a function's rise or the declared range moves "
-                     f"the draws); the plateau is read at the interval's nearer bound, {point:.4g}")
-    plateau = {"mean": point, "lo80": lo80, "hi80": hi80, "mean_of_draws": float(np.mean(draws)),
-               "sum_of_best_fits": best_fits}
+    plateau = {"mean": point, **band_holding(draws, point), "mean_of_draws": float(np.mean(draws))}
     forecast = {"step": summed.steps.tolist(), "mean": summed.mean.tolist(),
                 **{key: summed.intervals[key].tolist() for key in sorted(summed.intervals)}}
     return StagedForecast(list(series), forecast, plateau, per, notes, draws, summed)
