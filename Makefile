@@ -65,13 +65,13 @@ test-vllm:
 	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm
 
 test-fast: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile
 
 test-slurm: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slurm
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slurm -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint

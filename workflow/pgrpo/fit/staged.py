@@ -1,29 +1,30 @@
-"""Staged rises (beyond the paper; each reward function's mean curve is forecast with the laws of Section 3.5,
-Eq. 14-16): a GRPO run with several reward functions (TRL logs each as ``rewards/<fn>/mean``) learns them in turn,
-the format first, the correctness later. Forecast as one curve, the sum's plateau is read from the part that has
-risen and a function still at its floor is taken as flat; forecast one by one, each with its own range, a function
-that has not started to rise by the cut keeps its headroom in the plateau's interval.
+"""Staged rises (beyond the paper; each reward function's mean curve is forecast with the laws of Section 3.5, Eq.
+14-16): a GRPO run with several reward functions (TRL logs each as ``rewards/<fn>/mean``) learns them in turn, the
+format first, the correctness later. Forecast as one curve, the sum's plateau is read from the part that has risen
+and a function still at its floor is taken as flat; forecast one by one, each with its own range, a function that
+has not started to rise by the cut keeps its headroom in the plateau's interval.
 
-:func:`forecast_components` forecasts each function with :func:`pgrpo.fit.forecast.forecast_run` and sums them
-at every step ahead: the mean curve is the sum of the functions' mean curves, each its laws' best fits (no forecast
-can time a rise that has not begun, and a declared range's bounds are not where a function is going: chosen on the
-real dev logs with their sources' ranges declared, mean-curve error 0.771 -> 0.708 of persistence's, plateau 0.718 ->
-0.678, against each function's draws' mean; the generated two-stage curves unchanged); the draws (of the mean curve and of the logged value) are the sums of the functions' draws, paired at
-random (independent), where a function that has not started (its smoothed level at the cut within three standard
-errors of its start) rises, in half of the draws (:data:`RISE_PROBABILITY`: no log tells whether the run's next
-stage begins before the horizon; one coin per draw for all the functions not yet started, so that the band keeps
-the run staying where it is however many there are), by its headroom (its declared top minus its level;
-undeclared: the largest rise a function that has started shows by the cut (the span of its fitted
-mean curve over the early window), none if none has, said in the notes) at
+:func:`forecast_components` forecasts each function with :func:`pgrpo.fit.forecast.forecast_run` and sums them at
+every step ahead: the mean curve is the sum of the functions' mean curves, each its laws' best fits (no forecast can
+time a rise that has not begun, and a declared range's bounds are not where a function is going: chosen on the real
+dev logs with their sources' ranges declared, mean-curve error 0.771 -> 0.708 of persistence's, plateau 0.718 ->
+0.678, against each function's draws' mean; the generated two-stage curves unchanged); the draws (of the mean curve
+and of the logged value) are the sums of the functions' draws, paired at random (independent), where a function that
+has not started (its smoothed level at the cut within three standard errors of its start) rises, in half of the
+draws (:data:`RISE_PROBABILITY`: no log tells whether the run's next stage begins before the horizon; one coin per
+draw for all the functions not yet started, so that the band keeps the run staying where it is however many there
+are), by its headroom (its declared top minus its level; undeclared: the largest rise a function that has started
+shows by the cut (the span of its fitted mean curve over the early window), none if none has, said in the notes) at
 an onset of its own uniform over the steps ahead. The plateau (the mean over the run's last 10% of steps) then has
 an 80% interval from the functions staying where they are to their reaching their tops, and the per-step intervals
 widen from the cut on. The plateau's point is the sum of the functions' best-fit plateaus (inside the logged
 reward's declared range, as the draws are), and the interval holds it (:func:`pgrpo.fit.intervals.band_holding`):
-the rise drawn in most draws can leave the sum of the fits, the run staying where it is, below 90% of them. :func:`reward_components` picks the functions that make up the logged reward (a total logged
-as a function left out, TRL's reward weights read off the log). ``pgrpo forecast`` (key ``components``), the live
-callback's plateau stop rule and the forecast benchmark's two-stage family all call it. Where a function waits
-to rise (:attr:`StagedForecast.waiting`), the sum replaces the reward's own forecast in ``pgrpo forecast
---compare`` (the ranking, P(ends highest) and the stop rule) and as the forecast benchmark's forecaster.
+the rise drawn in most draws can leave the sum of the fits, the run staying where it is, below 90% of them.
+:func:`reward_components` picks the functions that make up the logged reward (a total logged as a function left out,
+TRL's reward weights read off the log). ``pgrpo forecast`` (key ``components``), the live callback's plateau stop
+rule and the forecast benchmark's two-stage family all call it. Where a function waits to rise
+(:attr:`StagedForecast.waiting`), the sum replaces the reward's own forecast in ``pgrpo forecast --compare`` (the
+ranking, P(ends highest) and the stop rule) and as the forecast benchmark's forecaster.
 """
 
 from __future__ import annotations
