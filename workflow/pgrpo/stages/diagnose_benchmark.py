@@ -64,16 +64,14 @@ def declared_ranges(data_dir: str | Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     out: dict[str, dict[str, Any]] = {}
-
-    def bounds(value: Any, where: str) -> tuple[float, float] | None:
-        return range_bounds(value, f"{path}: {where}", null_ok=True)
-
     for file, entry in json.loads(path.read_text()).items():
         functions = {}
         for fn, value in (entry.get("reward_function_ranges") or {}).items():
-            if (r := bounds(value, f"'{file}' reward_function_ranges '{fn}'")) is not None:
+            where = f"{path}: '{file}' reward_function_ranges '{fn}'"
+            if (r := range_bounds(value, where, null_ok=True)) is not None:
                 functions[fn] = r
-        out[file] = {"reward_range": bounds(entry.get("reward_range"), f"'{file}' reward_range"),
+        out[file] = {"reward_range": range_bounds(entry.get("reward_range"), f"{path}: '{file}' reward_range",
+                                                  null_ok=True),
                      "reward_function_ranges": functions}
     return out
 
