@@ -277,6 +277,52 @@ def test_pgrpo_forecast_compare_ranks_runs_on_every_log_format(tmp_path, fmt, ca
     assert f"leader {paths[0]}: ends highest with P = " in text and "(a blind pick among 3: 0.33)" in text
 
 
+def test_compare_png_draws_every_run_of_the_ranking(tmp_path):
+    paths = [str(_write("workflow_csv", tmp_path / f"run{i}", _history(rinf, 0.03, 20 + i)))
+             for i, rinf in enumerate((0.8, 0.5, 0.3))]
+    out, png = tmp_path / "c.json", tmp_path / "c.png"
+    assert main(["forecast", "--compare", *paths, "--fraction", "0.25", "--reward-range", "0", "1",
+                 "--json", str(out), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [run["log"] for run in json.loads(out.read_text())["runs"]] == paths  # the JSON as without --png
+
+
+def test_compare_figure_shows_the_payload_s_plateaus_verdicts_and_paths():
+    from pgrpo.figures.forecasts import compare_figure, run_label
+
+    steps = np.arange(0.0, 11.0)
+    payload = {"column": "reward", "horizon": 20.0, "stop_threshold": 0.05,
+               "best_so_far": {"level": 0.5, "log": "sweep/a.json"},
+               "runs": [{"log": "sweep/a.json", "rank": 1, "plateau": {"mean": 0.7, "lo80": 0.6, "hi80": 0.8},
+                         "level_at_cut": 0.5, "p_highest": 0.9, "stop_now": False},
+                        {"log": "sweep/b/trainer_state.json", "rank": 2,
+                         "plateau": {"mean": 0.3, "lo80": 0.25, "hi80": 0.35}, "level_at_cut": 0.2,
+                         "p_highest": 0.1, "stop_now": True}]}
+    ahead = np.arange(11.0, 21.0)
+    curves = {"sweep/a.json": {"steps": steps, "values": 0.05 * steps, "cut": 10.0,
+                               "path": {"step": ahead, "mean": 0.5 + 0.01 * (ahead - 10), "lo": 0.4 + 0 * ahead,
+                                        "hi": 0.9 + 0 * ahead}},
+              "sweep/b/trainer_state.json": {"steps": steps, "values": 0.02 * steps, "cut": 10.0, "path": None}}
+    fig = compare_figure(payload, curves)
+    left, right = fig.axes
+    # right: per run (best first, at y = 0, 1) its 80% interval, its point and its level now; the stopped one grey
+    bars = [line for line in right.get_lines() if len(line.get_xdata()) == 2 and line.get_linestyle() == "-"]
+    assert [tuple(b.get_xdata()) for b in bars] == [(0.6, 0.8), (0.25, 0.35)]
+    assert [tuple(b.get_ydata()) for b in bars] == [(0, 0), (1, 1)]
+    assert bars[1].get_color() == "0.6" and bars[0].get_color() != "0.6"
+    texts = [t.get_text() for t in right.texts]
+    assert texts == ["P(top) 0.90 · keep", "P(top) 0.10 · stop"]
+    assert [t.get_text() for t in right.get_yticklabels()] == ["1. a", "2. b"]
+    # left: one dashed mean curve, the run that has one, with its values; the best level so far dotted
+    dashed = [line for line in left.get_lines() if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and np.allclose(dashed[0].get_ydata(), 0.5 + 0.01 * (ahead - 10))
+    assert any(line.get_linestyle() == ":" and tuple(line.get_ydata()) == (0.5, 0.5) for line in left.get_lines())
+    assert run_label("x/" + "a" * 30 + "_lr1e-6.json", width=20).endswith("_lr1e-6")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def test_compare_of_finished_runs_ends_each_at_its_level(tmp_path):
     paths = [str(_write("workflow_csv", tmp_path / f"r{i}", _history(rinf, 0.05, i))) for i, rinf in
              enumerate((0.4, 0.6))]
@@ -293,7 +339,7 @@ def test_compare_needs_two_logs_and_forecast_a_log(tmp_path, capsys):
     assert "at least two logs" in capsys.readouterr().err
     assert main(["forecast"]) == 2
     assert main(["forecast", "--compare", path, path, "--stop-threshold", "1.5"]) == 2
-    assert main(["forecast", "--compare", path, path, "--png", str(tmp_path / "x.png")]) == 2
+    assert main(["forecast", "--compare", path, path, "--meta", str(tmp_path / "meta.json")]) == 2
     assert main(["forecast", "--compare", path, path, "--component-range", "fmt", "1", "0"]) == 2
     assert main(["forecast", path, "--component-range", "x", "1", "0"]) == 2
 

@@ -1,11 +1,14 @@
 """Forecast figures (beyond the paper; the laws of Section 3.5, Eq. 14-16): one run's forecast (the observed log,
-the cut, the forecast mean with its 80% and 95% bands for the logged value, the plateau band and t90), and the
-forecast benchmark's summary (held-out RMSE against persistence and 80% coverage per method and corpus part).
+the cut, the forecast mean with its 80% and 95% bands for the logged value, the plateau band and t90), the runs of
+``pgrpo forecast --compare`` side by side (each run's log and forecast mean curve, and its plateau's 80% interval
+against the best level so far, the stop rule of Domhan et al. 2015 marked), and the forecast benchmark's summary
+(held-out RMSE against persistence and 80% coverage per method and corpus part).
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -59,6 +62,77 @@ def run_forecast_figure(steps: np.ndarray, values: np.ndarray, payload: Mapping[
         if title:
             ax.set_title(f"{title}\n{payload.get('law', '')}", fontsize=7)
         ax.legend(loc="best", frameon=False, fontsize=6)
+        fig.tight_layout()
+    return fig
+
+
+#: the colour of a run the stop rule stops
+_STOPPED = "0.6"
+
+
+def run_label(log: str, width: int = 38) -> str:
+    """A run's short name: its log file's stem, or its folder's name for a file named by its format
+    (``trainer_state.json``, ``log.csv``) or a folder; at most ``width`` characters (a longer one keeps its start
+    and its end)."""
+    path = Path(str(log))
+    name = path.stem if path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".txt", ".log") else path.name
+    if name in ("trainer_state", "log", "log_history", "metrics", "progress") and path.parent.name:
+        name = path.parent.name
+    if len(name) <= width:
+        return name
+    head = width // 3  # the start and the end: runs of one sweep differ at the end of their names
+    return name[:head] + "…" + name[-(width - head - 1):]
+
+
+def compare_figure(payload: Mapping[str, Any], curves: Mapping[str, Mapping[str, Any]]) -> Any:
+    """``pgrpo forecast --compare``'s decision in one figure (``payload``: its JSON record, runs best first;
+    ``curves``: per run's ``log``, its ``steps`` and ``values``, the ``cut`` and the ``path`` it is ranked by: the
+    mean curve ``step, mean, lo, hi`` with its 80% band, None for a run at the horizon). Left: each run's log up to
+    the cut (its points after the cut, where a finished run is replayed, faint), its forecast mean curve dashed
+    with the band, the best level so far dotted. Right: each run's plateau with its 80% interval, best first, its
+    level at the cut (open circle), P(ends highest) and the stop rule's verdict; a stopped run is grey."""
+    runs = list(payload.get("runs") or [])
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    best = _num((payload.get("best_so_far") or {}).get("level"))
+    with style():
+        fig, (ax, bars) = plt.subplots(1, 2, figsize=(8.4, max(2.8, 1.0 + 0.32 * len(runs))),
+                                       gridspec_kw={"width_ratios": (1.5, 1.0)})
+        for i, run in enumerate(runs):
+            color = _STOPPED if run.get("stop_now") else colors[i % len(colors)]
+            curve = curves.get(str(run["log"])) or {}
+            t, y = np.asarray(curve.get("steps", []), float), np.asarray(curve.get("values", []), float)
+            cut = _num(curve.get("cut"))
+            seen = t <= cut if math.isfinite(cut) else np.ones(t.size, bool)
+            ax.plot(t[seen], y[seen], color=color, linewidth=0.7, alpha=0.75)
+            ax.plot(t[~seen], y[~seen], color=color, linewidth=0.5, alpha=0.2)
+            path = curve.get("path")
+            if path is not None:
+                ax.fill_between(path["step"], path["lo"], path["hi"], color=color, alpha=0.1, linewidth=0)
+                ax.plot(path["step"], path["mean"], color=color, linestyle="--", linewidth=1.1)
+            plateau = run.get("plateau") or {}
+            mean, lo, hi = (_num(plateau.get(k)) for k in ("mean", "lo80", "hi80"))
+            bars.plot([lo, hi], [i, i], color=color, linewidth=2.2, solid_capstyle="butt")
+            bars.plot([mean], [i], "o", color=color, markersize=4)
+            bars.plot([_num(run.get("level_at_cut"))], [i], "o", markerfacecolor="none", markeredgecolor=color,
+                      markersize=4)
+            verdict = "stop" if run.get("stop_now") else "keep"
+            bars.annotate(f"P(top) {_num(run.get('p_highest')):.2f} · {verdict}", (1.0, i),
+                          xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+                          va="center", fontsize=6.5, color="0.2" if verdict == "keep" else _STOPPED)
+        if math.isfinite(best):
+            for axis in (ax, bars):
+                (axis.axhline if axis is ax else axis.axvline)(best, color="0.3", linestyle=":", linewidth=0.9)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(COLUMN_LABELS.get(payload.get("column", ""), payload.get("column", "")))
+        ax.set_title(f"{len(runs)} runs forecast to step {_num(payload.get('horizon')):.0f} (dashed: the mean curve, "
+                     "80% band)", fontsize=7.5)
+        bars.set_yticks(range(len(runs)))
+        bars.set_yticklabels([f"{run.get('rank', i + 1)}. {run_label(run['log'])}" for i, run in enumerate(runs)],
+                             fontsize=6.5)
+        bars.set_ylim(len(runs) - 0.5, -0.5)
+        bars.set_xlabel("plateau (80% interval); o: now; dotted: best so far")
+        bars.set_title(f"stop when P(beat the best so far) < {_num(payload.get('stop_threshold')):g}", fontsize=7.5)
+        bars.grid(axis="y", visible=False)
         fig.tight_layout()
     return fig
 

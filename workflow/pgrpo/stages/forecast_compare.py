@@ -8,6 +8,9 @@ else the longest run's last logged step) from every point it has logged (or, wit
 smoothed level (with that level's s.d. as its spread). A run whose log shows its reward functions, one of them yet
 to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`), is ranked and stopped by their forecasts summed, that
 function's headroom in the band (issue 21, item 3: a correctness reward that has not paid yet is not read as flat).
+With ``out_png``, one figure shows the decision (:func:`pgrpo.figures.forecasts.compare_figure`): every run's log and
+the mean curve it is ranked by, with that curve's 80% band, and the plateaus side by side against the best level so
+far.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                          batch: float | None = None, total_steps: float | None = None,
                          threshold: float = STOP_THRESHOLD, target: float | None = None,
                          settings: Any = None,
-                         component_ranges: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
+                         component_ranges: Mapping[str, Sequence[float]] | None = None,
+                         out_png: str | None = None) -> dict[str, Any]:
     """Rank ``logs`` by their forecast plateaus (see the module docstring); write ``out_json`` or print a table.
     Keys: ``horizon``, ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
     ``runs`` (best first): ``log``, ``rank``, ``plateau`` (``mean, lo80, hi80``), ``level_at_cut``, ``cut_step``,
@@ -89,6 +93,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
     horizon = float(total_steps)
     rng = np.random.default_rng(0)
     runs = []
+    curves: dict[str, dict[str, Any]] = {}  # what the figure draws, per run
     for log, (t, y), meta, frame in zip(logs, series, metas, frames):
         cut = fraction * horizon if fraction is not None else min(float(t[-1]), horizon)
         r_range = reward_range or ((0.0, 1.0) if meta else None)
@@ -108,11 +113,13 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                 summed = staged.prediction
                 record["target"] = target_reach(summed.steps, summed.mean, summed.mean_draws, draws, float(target),
                                                 result.level_at_cut).to_dict()
+            path = mean_curve_band(staged.prediction)
         elif result is not None and result.success:
             draws = np.asarray(result.plateau_draws, float)
             record.update(plateau=result.plateau, level_at_cut=result.level_at_cut, message=result.message)
             if result.target:
                 record["target"] = result.target
+            path = mean_curve_band(result.prediction)
         else:
             seen = y[t <= cut]
             level, level_sd, _ = smoothed_level(seen)
@@ -122,6 +129,8 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                                    "hi80": float(np.quantile(draws, 0.9))}, level_at_cut=level,
                           message=(result.message if result is not None else
                                    f"the run has reached the horizon (step {horizon:.0f}): it ends at its level"))
+            path = None
+        curves[str(log)] = {"steps": t, "values": y, "cut": cut, "path": path}
         runs.append((record, draws))
     draws = [d for _, d in runs]
     levels = [r["level_at_cut"] for r, _ in runs]
@@ -142,7 +151,21 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         write_json(out_json, payload)
     else:
         print(compare_text(payload))
+    if out_png:
+        from pgrpo.figures.forecasts import compare_figure
+        from pgrpo.figures.style import save_pdf_png
+
+        save_pdf_png(compare_figure(payload, curves), None, out_png)
     return payload
+
+
+def mean_curve_band(prediction: Any, level: float = 0.8) -> dict[str, np.ndarray]:
+    """A predictive's mean curve at the steps ahead with the central ``level`` band of its mean-curve draws (where
+    the run is going, the logging noise left out: the band the plateau's interval is read from)."""
+    draws = np.asarray(prediction.mean_draws, float)
+    tail = (1.0 - level) / 2
+    return {"step": np.asarray(prediction.steps, float), "mean": np.asarray(prediction.mean, float),
+            "lo": np.quantile(draws, tail, axis=0), "hi": np.quantile(draws, 1.0 - tail, axis=0)}
 
 
 def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,

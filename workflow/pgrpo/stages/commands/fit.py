@@ -42,7 +42,7 @@ def add_commands(commands: Commands) -> None:
                    help="declared range of the reward function FN (rewards/FN/mean), repeatable; with "
                         "--compare, of every run's FN")
     p.add_argument("--json", help="output JSON (default: print a summary only)")
-    p.add_argument("--png", help="output figure")
+    p.add_argument("--png", help="output figure (with --compare: every run's forecast and plateau side by side)")
 
     p = commands.add("forecast-summary", WORKFLOW_STAGES, "forecast errors and their spread across seeds",
                      _forecast_summary)
@@ -72,13 +72,13 @@ def _forecast(args):
     if args.compare:
         from pgrpo.stages.forecast_compare import compare_paths, run_forecast_compare
 
-        if args.png or args.meta:
-            raise InputError("--png and --meta apply to one log, not to --compare")
+        if args.meta:
+            raise InputError("--meta applies to one log, not to --compare (a meta.json beside each log is read)")
 
         run_forecast_compare(compare_paths(args.log, args.compare), out_json=args.json, fraction=args.fraction,
                              column=args.column, reward_range=args.reward_range, batch=args.batch,
                              total_steps=args.total_steps, threshold=args.stop_threshold, target=args.target,
-                             component_ranges=ranges or None)
+                             component_ranges=ranges or None, out_png=args.png)
         return
     if not args.log:
         raise InputError("pgrpo forecast needs a LOG (or --compare LOG LOG ...)")
