@@ -318,9 +318,23 @@ def test_compare_figure_shows_the_payload_s_plateaus_verdicts_and_paths():
     assert len(dashed) == 1 and np.allclose(dashed[0].get_ydata(), 0.5 + 0.01 * (ahead - 10))
     assert any(line.get_linestyle() == ":" and tuple(line.get_ydata()) == (0.5, 0.5) for line in left.get_lines())
     assert run_label("x/" + "a" * 30 + "_lr1e-6.json", width=20).endswith("_lr1e-6")
+    assert run_label("panel.csv::lr3e-6") == "lr3e-6" and run_label("runs/lr0.001") == "lr0.001"
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_compare_takes_every_run_of_a_w_and_b_export(tmp_path):
+    # a W&B panel export of two runs (one column per run): --compare FILE ranks both, each by its own column
+    low, high = _history(0.3, 0.03, 5), _history(0.8, 0.03, 6)
+    pd.DataFrame({"Step": [e["step"] for e in low], "run-low - train/reward": [e["reward"] for e in low],
+                  "run-high - train/reward": [e["reward"] for e in high]}).to_csv(tmp_path / "panel.csv", index=False)
+    out = tmp_path / "c.json"
+    assert main(["forecast", "--compare", str(tmp_path / "panel.csv"), "--fraction", "0.25", "--reward-range", "0",
+                 "1", "--json", str(out), "--png", str(tmp_path / "c.png")]) == 0
+    runs = json.loads(out.read_text())["runs"]
+    assert [run["log"] for run in runs] == [f"{tmp_path / 'panel.csv'}::run-high", f"{tmp_path / 'panel.csv'}::run-low"]
+    assert runs[0]["plateau"]["mean"] > 0.7 and runs[1]["plateau"]["mean"] < 0.4
 
 
 def test_compare_of_finished_runs_ends_each_at_its_level(tmp_path):

@@ -117,3 +117,47 @@ def test_nan_and_infinite_values_are_refused_unless_allowed(tmp_path):
     with pytest.raises(InputError, match="'reward' is NaN or infinite at step 2"):
         read_run_log(csv)
     assert read_run_log(csv, allow_non_finite=True).attrs["non_finite"] == {"reward": [2.0]}
+
+
+def _two_run_export(path):
+    # a W&B panel export: one column per run and key, the panel's min/max band columns, a key only one run logs
+    pd.DataFrame({"Step": [1, 2, 3], "lr1e-6 - train/reward": [0.1, 0.2, 0.3],
+                  "lr1e-6 - train/reward__MIN": [0.1, 0.2, 0.3], "lr1e-6 - train/reward__MAX": [0.1, 0.2, 0.3],
+                  "lr3e-6 - train/reward": [0.5, 0.6, 0.7], "lr3e-6 - train/kl": [0.01, 0.02, 0.03]}).to_csv(
+        path, index=False)
+    return path
+
+
+def test_a_w_and_b_export_of_several_runs_names_them_instead_of_mixing_their_columns(tmp_path):
+    from pgrpo.stages.logs import log_runs, run_source
+
+    path = _two_run_export(tmp_path / "panel.csv")
+    with pytest.raises(InputError, match=r"W&B export of 2 runs \(lr1e-6, lr3e-6\).*panel.csv::lr1e-6"):
+        read_run_log(path)
+    first = read_run_log(f"{path}::lr1e-6")
+    assert list(first["reward"]) == [0.1, 0.2, 0.3] and "kl" not in first.columns  # nothing of the other run
+    second = read_run_log(f"{path}::lr3e-6")
+    assert list(second["reward"]) == [0.5, 0.6, 0.7] and list(second["kl"]) == [0.01, 0.02, 0.03]
+    with pytest.raises(InputError, match=r"no W&B run 'lr9' \(its runs: lr1e-6, lr3e-6\)"):
+        read_run_log(f"{path}::lr9")
+    assert log_runs(path) == [f"{path}::lr1e-6", f"{path}::lr3e-6"]
+    assert resolve_log_path(f"{path}::lr3e-6") == path and run_source(f"{path}::lr3e-6") == f"{path}::lr3e-6"
+    single = tmp_path / "one.csv"
+    pd.DataFrame({"Step": [1, 2], "run-a - train/reward": [0.1, 0.2]}).to_csv(single, index=False)
+    assert log_runs(single) == [str(single)] and list(read_run_log(single)["reward"]) == [0.1, 0.2]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"log_history": HISTORY}))
+    assert log_runs(state) == [str(state)]
+    with pytest.raises(InputError, match="names a run of a W&B export"):
+        read_run_log(f"{state}::x")
+
+
+def test_diagnose_and_compare_read_a_run_of_a_w_and_b_export(tmp_path, capsys):
+    from pgrpo.cli import main
+    from pgrpo.stages.diagnose import read_log
+
+    path = _two_run_export(tmp_path / "panel.csv")
+    curves = read_log(f"{path}::lr3e-6")
+    assert curves.model == "lr3e-6" and list(curves.series("reward")[1]) == [0.5, 0.6, 0.7]
+    assert main(["diagnose", str(path)]) == 2
+    assert "W&B export of 2 runs" in capsys.readouterr().err

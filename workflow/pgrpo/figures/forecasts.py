@@ -72,8 +72,11 @@ _STOPPED = "0.6"
 
 def run_label(log: str, width: int = 38) -> str:
     """A run's short name: its log file's stem, or its folder's name for a file named by its format
-    (``trainer_state.json``, ``log.csv``) or a folder; at most ``width`` characters (a longer one keeps its start
-    and its end)."""
+    (``trainer_state.json``, ``log.csv``) or a folder, the run's for a run of a W&B export (``FILE::RUN``); at most
+    ``width`` characters (a longer one keeps its start and its end)."""
+    if "::" in str(log):  # a run of a W&B export: its run's name
+        name = str(log).rsplit("::", 1)[1]
+        return name if len(name) <= width else name[:width // 3] + "…" + name[-(width - width // 3 - 1):]
     path = Path(str(log))
     name = path.stem if path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".txt", ".log") else path.name
     if name in ("trainer_state", "log", "log_history", "metrics", "progress") and path.parent.name:

@@ -18,7 +18,7 @@ from pgrpo.diagnose.records import RunCurves
 from pgrpo.diagnose.readouts.report import DiagnosisReport, DiagnosticsReport, diagnose_curves, diagnose_runs
 from pgrpo.diagnose.settings import DiagnosticsConfig, diagnostics_config
 from pgrpo.errors import InputError
-from pgrpo.stages.logs import read_run_log, resolve_log_path
+from pgrpo.stages.logs import read_run_log, resolve_log_path, split_run
 
 
 def read_aggregate(path: str, model: str | None = None, G: int | None = None,
@@ -47,7 +47,7 @@ def read_log(path: str, allow_non_finite: bool = False) -> RunCurves:
     values raise too unless ``allow_non_finite`` (then :attr:`RunCurves.non_finite` lists their steps)."""
     file = resolve_log_path(path)
     try:
-        frame = read_run_log(file, allow_non_finite=allow_non_finite)
+        frame = read_run_log(path, allow_non_finite=allow_non_finite)
     except InputError:
         raise
     except (UnicodeDecodeError, ValueError, OSError) as error:
@@ -62,6 +62,7 @@ def read_log(path: str, allow_non_finite: bool = False) -> RunCurves:
         raise InputError(f"log {path} has no recognisable column (looked for {', '.join(KNOWN_COLUMNS)} with or "
                          f"without a train/ or eval/ prefix; found: {shown or 'none'})")
     model = file.parent.name if file.name in ("trainer_state.json", "log.csv") else file.stem
+    model = split_run(path)[1] or model  # a run of a W&B export goes by its run's name
     match = re.search(r"(?P<model>[^/]+)/G(?P<G>\d+)/seed\d+/[^/]+$", file.resolve().as_posix())
     G = int(match["G"]) if match else None
     if match:

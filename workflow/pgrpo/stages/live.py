@@ -34,7 +34,7 @@ from pgrpo.live.reads import (
 )
 from pgrpo.live.worker import read_live_json, write_live_payload
 from pgrpo.stages.diagnose import log_curves
-from pgrpo.stages.logs import resolve_log_path
+from pgrpo.stages.logs import resolve_log_path, run_source, split_run
 
 
 def _theory(meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[float, float, float] | None]:
@@ -279,7 +279,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
               component_ranges: Mapping[str, Sequence[float]] | None = None) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
-    log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``). A log that
+    log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``, and
+    ``.../pgrpo/RUN`` for run ``RUN`` of a W&B export, ``FILE::RUN``). A log that
     cannot be read (yet, or mid-write) prints a warning and is read again next time; ``once``: one read.
 
     The stop rules of the callback (``stop_on``, ``stop_if_plateau_below``) are applied to reads on its schedule,
@@ -310,8 +311,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
             meta = _read_meta(meta_json)
             if meta is None and (file.parent / "meta.json").is_file():
                 meta = read_json(str(file.parent / "meta.json"), "run metadata")
-            curves = log_curves(str(file), meta, None, allow_non_finite=True)
-            seen = (str(file), float(curves.last_step))
+            curves = log_curves(run_source(path), meta, None, allow_non_finite=True)
+            seen = (run_source(path), float(curves.last_step))
             if seen != last_seen:
                 last_seen, last_growth = seen, time.monotonic()
                 cap = max_completion_length or (meta or {}).get("max_completion_length")
@@ -328,7 +329,8 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
                                                              v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
                 print(read.verdict_line(), flush=True)
                 stopped = None
-                folder = Path(out_dir) if out_dir else file.parent / "pgrpo"
+                run = split_run(path)[1]  # a run of a W&B export: a folder of its own
+                folder = Path(out_dir) if out_dir else file.parent / "pgrpo" / (run or "")
                 if told is None:
                     told = _earlier_watch_alerts(folder, path, float(curves.last_step))
                     if scheduled is not None and scheduled.alerts is not None:

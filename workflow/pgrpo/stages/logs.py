@@ -1,7 +1,10 @@
 """Reading any run's log from disk, in every format a GRPO user saves (the input of ``aggregate``, ``forecast`` and
 ``diagnose``): the workflow's ``log.csv``; a TRL ``trainer_state.json``; a bare ``log_history`` list saved as JSON;
 a TRL output folder (its ``trainer_state.json``, else the one of its latest ``checkpoint-N/``); a CSV of TRL or
-W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns).
+W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns). A W&B export
+of a panel with several runs holds one ``<run> - <key>`` column per run: ``FILE::RUN`` reads run ``RUN`` of it
+(:data:`RUN_SEPARATOR`), :func:`log_runs` lists them (how ``pgrpo forecast --compare FILE`` takes every run), and
+the file alone is an error naming its runs, never a log whose columns come from different runs.
 
 The rows are normalised by :func:`pgrpo.grpo.run_log.normalize_log`. A file that is not a log, an empty log, a row
 without a step, steps that go backwards or a quantity logged twice at one step, and NaN or infinite values give one
@@ -27,11 +30,25 @@ _NON_FINITE_TOKENS = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infi
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
+#: ``FILE::RUN``: run ``RUN`` of a W&B export that holds several runs
+RUN_SEPARATOR = "::"
+
+
+def split_run(path: str | Path) -> tuple[str, str | None]:
+    """``(file, run)`` of ``FILE::RUN``; ``(path, None)`` without a run."""
+    text = str(path)
+    if RUN_SEPARATOR in text:
+        file, run = text.rsplit(RUN_SEPARATOR, 1)
+        if file and run:
+            return file, run
+    return text, None
+
 
 def resolve_log_path(path: str | Path) -> Path:
     """The file behind ``path``: the path itself, or for a folder its ``trainer_state.json`` / ``log.csv``, else the
-    ``trainer_state.json`` of its latest ``checkpoint-N`` (TRL's output folder)."""
-    path = Path(path)
+    ``trainer_state.json`` of its latest ``checkpoint-N`` (TRL's output folder); a ``::RUN`` suffix (a run of a W&B
+    export) is left out."""
+    path = Path(split_run(path)[0])
     if path.is_file():
         return path
     if not path.exists():
@@ -70,12 +87,22 @@ def _json_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     return frame_from_log_history(history, str(path)), non_finite
 
 
-def _csv_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
+def _csv_frame(path: Path, run: str | None = None) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     try:
         frame = pd.read_csv(path)
         text = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
         raise InputError(f"log {path} is not a readable CSV: {str(error).splitlines()[0]}") from None
+    runs = wandb_runs(frame.columns)
+    if run is not None or len(runs) > 1:
+        if run is None:
+            raise InputError(f"log {path} is a W&B export of {len(runs)} runs ({', '.join(runs)}): name one as "
+                             f"{path}{RUN_SEPARATOR}{runs[0]}, or give the file to `pgrpo forecast --compare` to "
+                             "rank them all")
+        if run not in runs:
+            raise InputError(f"log {path} has no W&B run '{run}' (its runs: {', '.join(runs) or 'none'})")
+        keep = [c for c in frame.columns if " - " not in str(c) or str(c).startswith(f"{run} - ")]
+        frame, text = frame.loc[:, keep], text.loc[:, keep]
     non_finite: dict[str, list[float]] = {}
     step_column = next((c for c in text.columns if normalize_column(str(c).split(" - ")[-1]) in
                         ("step", "global_step", "Step", "_step")), None)
@@ -94,7 +121,11 @@ def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFra
     NaN or infinite values raise InputError naming the first one, unless ``allow_non_finite``: then they are read as
     missing and ``frame.attrs["non_finite"]`` maps each such column to the steps where it was non-finite."""
     file = resolve_log_path(path)
-    frame, non_finite = _json_frame(file) if file.suffix == ".json" else _csv_frame(file)
+    run = split_run(path)[1]
+    if run is not None and file.suffix == ".json":
+        raise InputError(f"log {path}: '{RUN_SEPARATOR}{run}' names a run of a W&B export (a CSV); {file} is one "
+                         "run's log")
+    frame, non_finite = _json_frame(file) if file.suffix == ".json" else _csv_frame(file, run)
     if non_finite and not allow_non_finite:
         column, steps = next(iter(non_finite.items()))
         total = sum(len(v) for v in non_finite.values())
@@ -107,3 +138,38 @@ def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFra
     out.attrs["non_finite"] = {column: sorted(float(s) for s in steps if isinstance(s, (int, float)))
                                for column, steps in non_finite.items()}
     return out
+
+
+def wandb_runs(columns) -> list[str]:
+    """The runs of a W&B export, in column order: the ``<run>`` of its ``<run> - <key>`` columns (the ``__MIN`` /
+    ``__MAX`` band columns left out)."""
+    runs: list[str] = []
+    for column in map(str, columns):
+        if " - " in column and not re.search(r"__(MIN|MAX)$", column):
+            run = column.split(" - ", 1)[0]
+            if run not in runs:
+                runs.append(run)
+    return runs
+
+
+def log_runs(path: str | Path) -> list[str]:
+    """The runs ``path`` holds, each as a path the log readers take: a W&B export of several runs gives
+    ``FILE::RUN`` for each; any other log (or a named run) is itself."""
+    if split_run(path)[1] is not None:
+        return [str(path)]
+    file = resolve_log_path(path)
+    if file.suffix.lower() != ".csv":
+        return [str(path)]
+    try:
+        columns = pd.read_csv(file, nrows=0).columns
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return [str(path)]  # the reader says what is wrong with it
+    runs = wandb_runs(columns)
+    return [f"{file}{RUN_SEPARATOR}{run}" for run in runs] if len(runs) > 1 else [str(path)]
+
+
+def run_source(path: str | Path) -> str:
+    """The file behind ``path`` with its run, if one is named: what to read again when the file grows."""
+    run = split_run(path)[1]
+    file = str(resolve_log_path(path))
+    return f"{file}{RUN_SEPARATOR}{run}" if run is not None else file
