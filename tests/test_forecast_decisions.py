@@ -605,3 +605,15 @@ def test_plateau_and_t90_bands_hold_the_point_forecast():
     out = plateau_and_t90(prediction, np.arange(1.0, 11.0), np.zeros(10), 100, 0.0)
     assert out["plateau"]["mean"] == 0.0
     assert out["plateau"]["lo80"] == 0.0 and out["plateau"]["hi80"] == pytest.approx(1.0)
+
+
+def test_a_plateau_band_nothing_bounds_says_so():
+    from pgrpo.fit.forecast import undeclared_range_note
+
+    early = [0.2, 0.3, 0.4]  # logged up to the cut: [0.2, 0.4], spread 0.2
+    note = undeclared_range_note(early, {"lo80": 0.1, "hi80": 0.65}, None)  # 0.65 > 0.4 + 0.2
+    assert note and "[0.1, 0.65]" in note and "[0.2, 0.4]" in note and "--reward-range" in note
+    assert undeclared_range_note(early, {"lo80": 0.05, "hi80": 0.55}, None) is None  # within a spread of them
+    assert undeclared_range_note(early, {"lo80": -0.1, "hi80": 0.5}, None) is not None  # -0.1 < 0.2 - 0.2
+    assert undeclared_range_note(early, {"lo80": -5.0, "hi80": 5.0}, (0.0, 1.0)) is None  # a declared range
+    assert undeclared_range_note([0.3, 0.3], {"lo80": -5.0, "hi80": 5.0}, None) is None  # no spread to compare

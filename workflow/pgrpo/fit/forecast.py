@@ -219,6 +219,25 @@ class RunForecast:
         return finite_or_none(data)
 
 
+def undeclared_range_note(y_early: Sequence[float], plateau: Mapping[str, float],
+                          reward_range: Sequence[float] | None) -> str | None:
+    """A note for a plateau band that nothing bounds: no reward range declared, and the band's 80% interval reaches
+    past the values logged by the cut by more than their spread (where the forecast's draws are bounded only by
+    the early window's span widened, and the drift carried forward from there); None otherwise."""
+    y = np.asarray(y_early, float)
+    y = y[np.isfinite(y)]
+    lo80, hi80 = plateau.get("lo80"), plateau.get("hi80")
+    if reward_range is not None or y.size < 2 or lo80 is None or hi80 is None:
+        return None
+    low, high = float(np.min(y)), float(np.max(y))
+    spread = high - low
+    if not (spread > 0 and (float(hi80) > high + spread or float(lo80) < low - spread)):
+        return None
+    return (f"no reward range declared: the plateau's 80% band [{float(lo80):.3g}, {float(hi80):.3g}] reaches past "
+            f"the values logged by the cut [{low:.3g}, {high:.3g}] by more than their spread; declare the reward's "
+            "range (--reward-range LO HI, the callback's reward_range) to bound it")
+
+
 def forecast_steps(t: np.ndarray, cutoff: float, total: float) -> np.ndarray:
     """The logged steps after ``cutoff``, then on to ``total`` at the log's median spacing."""
     after = t[t > cutoff]
@@ -282,6 +301,9 @@ def forecast_run(
     result.mixture = details.get("weights", {})
     result.params = details.get("params", {})
     result.notes = list(details.get("notes", []))
+    unbounded = undeclared_range_note(y_e, result.plateau, context.reward_range if context else None)
+    if unbounded:
+        result.notes.append(unbounded)
     result.seen = backtest_on_seen(t_e, y_e, context, settings)
     if held.any():
         logged = np.isin(steps, t_arr[held])

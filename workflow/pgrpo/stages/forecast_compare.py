@@ -48,10 +48,11 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
     """Rank ``logs`` by their forecast plateaus (see the module docstring); write ``out_json`` or print a table.
     Keys: ``horizon``, ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
     ``runs`` (best first): ``log``, ``rank``, ``plateau`` (``mean, lo80, hi80``), ``level_at_cut``, ``cut_step``,
-    ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked; ``components`` for a run
+    ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked; ``notes`` for a run
+    whose plateau band nothing bounds (:func:`pgrpo.fit.forecast.undeclared_range_note`); ``components`` for a run
     ranked by its reward functions' sum (``component_ranges``: fn -> (lo, hi), declared for every run's functions)."""
     from pgrpo.atomic import write_json
-    from pgrpo.fit.forecast import forecast_run
+    from pgrpo.fit.forecast import forecast_run, undeclared_range_note
     from pgrpo.fit.forecaster import ForecasterSettings, RunContext
     from pgrpo.fit.level_guard import smoothed_level
     from pgrpo.stages.aggregate import load_log
@@ -130,6 +131,9 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                           message=(result.message if result is not None else
                                    f"the run has reached the horizon (step {horizon:.0f}): it ends at its level"))
             path = None
+        unbounded = undeclared_range_note(y[t <= cut], record["plateau"], r_range) if path is not None else None
+        if unbounded:
+            record["notes"] = [unbounded]
         curves[str(log)] = {"steps": t, "values": y, "cut": cut, "path": path}
         runs.append((record, draws))
     draws = [d for _, d in runs]

@@ -29,6 +29,8 @@ def compare_text(payload: Mapping[str, Any]) -> str:
                      f"{verdict:<9} {run['log']}")
         if run.get("target"):
             lines.append(f"      target: {run['target'].get('message')}")
+        for note in run.get("notes") or []:
+            lines.append(f"      note: {note}")
     lines.append(_leader_line(payload["runs"]))
     return "\n".join(lines)
 
