@@ -292,78 +292,115 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
     ``on_alert``: report-only alerts on the same schedule (:class:`pgrpo.live.reads.AlertRules`: a mode of
     ``alert_on``, default every mode, that the stop rule would stop on), each printed and run through
     :func:`run_on_alert` once, the watch going on."""
-    if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
-        raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
-    rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
-                                 tuple(reward_range) if reward_range else None, max_completion_length,
-                                 gold_reward=gold_reward, component_ranges=component_ranges)
-    alerting = bool(on_alert) or bool(alert_on)
-    scheduled = (ScheduledReads(rule_settings, alert_on, alerts=alerting)
-                 if (stop_on or stop_if_plateau_below is not None or alerting) else None)
-    reads: list[LiveRead] = []
-    theory: dict[str, Any] = {}
-    told: list[dict[str, Any]] | None = None  # the alerts told: an earlier watch's of this PATH, then this one's
-    last_seen: tuple[str, float] | None = None
-    last_growth = time.monotonic()
+    watch = RunWatch(path, every_seconds=every_seconds, once=once, out_dir=out_dir, meta_json=meta_json,
+                     reward_range=reward_range, max_completion_length=max_completion_length,
+                     total_steps=total_steps, max_reads=max_reads, stop_on=stop_on,
+                     stop_if_plateau_below=stop_if_plateau_below, every_logged=every_logged, on_stop=on_stop,
+                     idle_timeout=idle_timeout, gold_reward=gold_reward, on_alert=on_alert, alert_on=alert_on,
+                     component_ranges=component_ranges)
     while True:
+        outcome = watch.poll()
+        if outcome is not None:
+            return outcome
+        time.sleep(float(every_seconds))
+
+
+class RunWatch:
+    """One run watched (:func:`run_watch`'s arguments; ``prefix``: put before each line it prints, the run's name
+    in a sweep): :meth:`poll` reads its newest log once, and returns how the watch ended, or None to go on."""
+
+    def __init__(self, path: str, every_seconds: float = 60.0, once: bool = False, out_dir: str | None = None,
+                 meta_json: str | None = None, reward_range: Sequence[float] | None = None,
+                 max_completion_length: int | None = None, total_steps: float | None = None,
+                 max_reads: int | None = None, stop_on: Sequence[str] = (),
+                 stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
+                 idle_timeout: float | None = None, gold_reward: str | None = None, on_alert: str | None = None,
+                 alert_on: Sequence[str] | None = None,
+                 component_ranges: Mapping[str, Sequence[float]] | None = None, prefix: str = ""):
+        if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
+            raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
+        self.path, self.once, self.out_dir, self.meta_json = path, once, out_dir, meta_json
+        self.max_completion_length, self.total_steps, self.max_reads = max_completion_length, total_steps, max_reads
+        self.on_stop, self.on_alert, self.idle_timeout, self.prefix = on_stop, on_alert, idle_timeout, prefix
+        self.rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
+                                          tuple(reward_range) if reward_range else None, max_completion_length,
+                                          gold_reward=gold_reward, component_ranges=component_ranges)
+        alerting = bool(on_alert) or bool(alert_on)
+        self.scheduled = (ScheduledReads(self.rule_settings, alert_on, alerts=alerting)
+                          if (stop_on or stop_if_plateau_below is not None or alerting) else None)
+        self.reads: list[LiveRead] = []
+        self.theory: dict[str, Any] = {}
+        self.told: list[dict[str, Any]] | None = None  # the alerts told: an earlier watch's of this PATH, then ours
+        self.last_seen: tuple[str, float] | None = None
+        self.last_growth = time.monotonic()
+        #: the run's planned length, once a read has found it (None: not known)
+        self.planned: float | None = None
+
+    def _say(self, line: str, error: bool = False) -> None:
+        print(f"{self.prefix}{line}", file=sys.stderr if error else sys.stdout, flush=True)
+
+    def poll(self) -> WatchOutcome | None:
+        """One read of the newest log, if it grew (see :func:`run_watch`); the outcome where the watch ends."""
+        path, scheduled = self.path, self.scheduled
         try:
             file = resolve_log_path(path)
-            meta = _read_meta(meta_json)
+            meta = _read_meta(self.meta_json)
             if meta is None and (file.parent / "meta.json").is_file():
                 meta = read_json(str(file.parent / "meta.json"), "run metadata")
             curves = log_curves(run_source(path), meta, None, allow_non_finite=True)
             seen = (run_source(path), float(curves.last_step))
-            if seen != last_seen:
-                last_seen, last_growth = seen, time.monotonic()
-                cap = max_completion_length or (meta or {}).get("max_completion_length")
-                settings = replace(rule_settings, max_completion_length=cap)
-                planned = total_steps or (meta or {}).get("max_steps") or _trainer_state_max_steps(file)
+            if seen != self.last_seen:
+                self.last_seen, self.last_growth = seen, time.monotonic()
+                cap = self.max_completion_length or (meta or {}).get("max_completion_length")
+                settings = replace(self.rule_settings, max_completion_length=cap)
+                planned = self.total_steps or (meta or {}).get("max_steps") or _trainer_state_max_steps(file)
+                self.planned = float(planned) if planned else None
                 total = _total_steps(curves, planned)
                 read = read_curves(curves, settings, total, None)
-                reads.append(read)
-                if not theory:
-                    theory, config = _theory(curves.meta)
+                self.reads.append(read)
+                if not self.theory:
+                    self.theory, config = _theory(curves.meta)
                     s, v, _ = curves.series("reward")
                     if config is not None and s.size >= MIN_POINTS_FOR_K:
-                        theory["measured"] = measured_theory(s[:max(MIN_POINTS_FOR_K, s.size // 4)],
-                                                             v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
-                print(read.verdict_line(), flush=True)
+                        self.theory["measured"] = measured_theory(s[:max(MIN_POINTS_FOR_K, s.size // 4)],
+                                                                  v[:max(MIN_POINTS_FOR_K, s.size // 4)], *config)
+                self._say(read.verdict_line())
                 stopped = None
                 run = split_run(path)[1]  # a run of a W&B export: a folder of its own
-                folder = Path(out_dir) if out_dir else file.parent / "pgrpo" / (run or "")
-                if told is None:
-                    told = _earlier_watch_alerts(folder, path, float(curves.last_step))
+                folder = Path(self.out_dir) if self.out_dir else file.parent / "pgrpo" / (run or "")
+                if self.told is None:
+                    self.told = _earlier_watch_alerts(folder, path, float(curves.last_step))
                     if scheduled is not None and scheduled.alerts is not None:
-                        scheduled.alerts.restore([a["mode"] for a in told])
+                        scheduled.alerts.restore([a["mode"] for a in self.told])
                 if scheduled is not None:
                     scheduled.settings = scheduled.rules.settings = settings
                     stopped = scheduled.catch_up(curves, total)
-                    told += scheduled.new_alerts
-                write_live(folder, read, settings, reads, theory, str(file), total, curve=curves.frame,
-                           stopped=stopped, alerts=told)
+                    self.told += scheduled.new_alerts
+                write_live(folder, read, settings, self.reads, self.theory, str(file), total, curve=curves.frame,
+                           stopped=stopped, alerts=self.told)
                 for alert in scheduled.new_alerts if scheduled is not None else ():
-                    print(f"pgrpo watch: alert at step {alert['read_step']:g}: {alert['reason']}", flush=True)
-                    if on_alert:
-                        run_on_alert(on_alert, alert, folder / "live.json")
+                    self._say(f"pgrpo watch: alert at step {alert['read_step']:g}: {alert['reason']}")
+                    if self.on_alert:
+                        run_on_alert(self.on_alert, alert, folder / "live.json")
                 if stopped is not None:
-                    print(f"pgrpo watch: stop at step {stopped['step']:g} (decided by the read at step "
-                          f"{stopped['read_step']:g}): {stopped['reason']}; {folder / 'stop.json'}", flush=True)
-                    if on_stop:
-                        run_on_stop(on_stop, stopped, folder / "stop.json")
-                    return WatchOutcome(reads, stopped, "stopped")
-                if not once and planned and curves.last_step >= total:
-                    print(f"pgrpo watch: the run reached its planned length ({total:g} steps); done", flush=True)
-                    return WatchOutcome(reads, None, "finished")
+                    self._say(f"pgrpo watch: stop at step {stopped['step']:g} (decided by the read at step "
+                              f"{stopped['read_step']:g}): {stopped['reason']}; {folder / 'stop.json'}")
+                    if self.on_stop:
+                        run_on_stop(self.on_stop, stopped, folder / "stop.json")
+                    return WatchOutcome(self.reads, stopped, "stopped")
+                if not self.once and planned and curves.last_step >= total:
+                    self._say(f"pgrpo watch: the run reached its planned length ({total:g} steps); done")
+                    return WatchOutcome(self.reads, None, "finished")
         except InputError as error:
-            if once:
+            if self.once:
                 raise
-            print(f"pgrpo watch: warning: {error}", file=sys.stderr, flush=True)
-        if once:
-            return WatchOutcome(reads, None, "once")
-        if max_reads is not None and len(reads) >= max_reads:
-            return WatchOutcome(reads, None, "max_reads")
-        if idle_timeout is not None and time.monotonic() - last_growth > idle_timeout:
-            print(f"pgrpo watch: warning: the log has not grown for {idle_timeout:g} s; giving up", file=sys.stderr,
-                  flush=True)
-            return WatchOutcome(reads, None, "idle")
-        time.sleep(float(every_seconds))
+            self._say(f"pgrpo watch: warning: {error}", error=True)
+        if self.once:
+            return WatchOutcome(self.reads, None, "once")
+        if self.max_reads is not None and len(self.reads) >= self.max_reads:
+            return WatchOutcome(self.reads, None, "max_reads")
+        if self.idle_timeout is not None and time.monotonic() - self.last_growth > self.idle_timeout:
+            self._say(f"pgrpo watch: warning: the log has not grown for {self.idle_timeout:g} s; giving up",
+                      error=True)
+            return WatchOutcome(self.reads, None, "idle")
+        return None

@@ -31,12 +31,19 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--quiet", action="store_true", help="no verdict line per read")
 
     p = commands.add("watch", USER_TOOLS, "watch a run started without the callback: re-read its newest log, one "
-                                          "verdict line per read, live.json beside it", _watch)
-    p.add_argument("path", help="a TRL output folder (its latest checkpoint), a SLURM job's output folder with "
-                                "log.csv, or a CSV being rewritten")
+                                          "verdict line per read, live.json beside it; several runs: a sweep, "
+                                          "ranked after every round as forecast --compare ranks it", _watch)
+    p.add_argument("path", nargs="+", help="a TRL output folder (its latest checkpoint), a SLURM job's output folder "
+                                           "with log.csv, or a CSV being rewritten (FILE::RUN: one run of a W&B "
+                                           "export); several: a sweep")
     p.add_argument("--every", type=float, default=60.0, help="seconds between reads (default 60)")
     p.add_argument("--once", action="store_true", help="read once and exit")
-    p.add_argument("--out", help="folder for live.json/live.html (default: <the log's folder>/pgrpo)")
+    p.add_argument("--out", help="folder for live.json/live.html (default: <the log's folder>/pgrpo); for a sweep, "
+                                 "its sweep.json/sweep.png and each run's <run>/live.json (default: pgrpo-sweep/ in "
+                                 "the folder that holds the runs)")
+    p.add_argument("--stop-threshold", type=float, default=0.05,
+                   help="a sweep's ranking: the runs whose P(plateau beats the best so far) is below this are "
+                        "named (report only)")
     _run_arguments(p, "for the forecast; the watch ends when the log reaches it; default: meta's max_steps")
     _stop_rule_arguments(p, "; when one fires, stop.json is written, --on-stop runs and the watch exits with status 3")
     p.add_argument("--every-logged", type=int, default=10, help="the stop rules read every N logged training steps, "
@@ -117,13 +124,21 @@ def _replay(args):
 
 
 def _watch(args):
+    from pgrpo.errors import InputError
     from pgrpo.stages import live
+    from pgrpo.stages.watch_sweep import run_watch_sweep, sweep_runs
 
-    outcome = live.run_watch(args.path, every_seconds=args.every, once=args.once, out_dir=args.out,
-                             meta_json=args.meta, reward_range=args.reward_range,
-                             max_completion_length=args.max_completion_length, total_steps=args.total_steps,
-                             stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
-                             every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
-                             gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on,
-                             component_ranges=parse_component_ranges(args.component_range) or None)
-    return outcome.exit_status
+    runs = sweep_runs(args.path)
+    common = dict(every_seconds=args.every, once=args.once, out_dir=args.out, reward_range=args.reward_range,
+                  max_completion_length=args.max_completion_length, total_steps=args.total_steps,
+                  stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
+                  every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
+                  gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on,
+                  component_ranges=parse_component_ranges(args.component_range) or None)
+    if len(runs) == 1:
+        return live.run_watch(runs[0], meta_json=args.meta, **common).exit_status
+    if args.meta:
+        raise InputError("pgrpo watch: --meta applies to one run; in a sweep each run's meta.json beside its log is "
+                         "read")
+    outcomes = run_watch_sweep(runs, stop_threshold=args.stop_threshold, **common)
+    return max(outcome.exit_status for outcome in outcomes)
