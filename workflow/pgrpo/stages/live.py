@@ -269,14 +269,7 @@ class WatchOutcome:
         return STOP_EXIT_STATUS if self.stopped else 0
 
 
-def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_dir: str | None = None,
-              meta_json: str | None = None, reward_range: Sequence[float] | None = None,
-              max_completion_length: int | None = None, total_steps: float | None = None,
-              max_reads: int | None = None, stop_on: Sequence[str] = (),
-              stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
-              idle_timeout: float | None = None, gold_reward: str | None = None, on_alert: str | None = None,
-              alert_on: Sequence[str] | None = None,
-              component_ranges: Mapping[str, Sequence[float]] | None = None) -> WatchOutcome:
+def run_watch(path: str, every_seconds: float = 60.0, **options: Any) -> WatchOutcome:
     """``pgrpo watch PATH``: re-read the newest log under ``PATH`` (a TRL output folder's latest checkpoint, a
     ``log.csv``, a W&B CSV being rewritten) every ``every_seconds``, print one verdict line per read (only when the
     log grew) and write ``live.json``/``live.html`` to ``out_dir`` (default ``<the log's folder>/pgrpo``, and
@@ -291,13 +284,11 @@ def run_watch(path: str, every_seconds: float = 60.0, once: bool = False, out_di
 
     ``on_alert``: report-only alerts on the same schedule (:class:`pgrpo.live.reads.AlertRules`: a mode of
     ``alert_on``, default every mode, that the stop rule would stop on), each printed and run through
-    :func:`run_on_alert` once, the watch going on."""
-    watch = RunWatch(path, every_seconds=every_seconds, once=once, out_dir=out_dir, meta_json=meta_json,
-                     reward_range=reward_range, max_completion_length=max_completion_length,
-                     total_steps=total_steps, max_reads=max_reads, stop_on=stop_on,
-                     stop_if_plateau_below=stop_if_plateau_below, every_logged=every_logged, on_stop=on_stop,
-                     idle_timeout=idle_timeout, gold_reward=gold_reward, on_alert=on_alert, alert_on=alert_on,
-                     component_ranges=component_ranges)
+    :func:`run_on_alert` once, the watch going on. ``options``: :class:`RunWatch`'s (``once``, ``out_dir``,
+    ``meta_json``, ``reward_range``, ``max_completion_length``, ``total_steps``, ``max_reads``, ``stop_on``,
+    ``stop_if_plateau_below``, ``every_logged``, ``on_stop``, ``idle_timeout``, ``gold_reward``, ``on_alert``,
+    ``alert_on``, ``component_ranges``)."""
+    watch = RunWatch(path, every_seconds=every_seconds, **options)
     while True:
         outcome = watch.poll()
         if outcome is not None:
