@@ -617,3 +617,26 @@ def test_a_plateau_band_nothing_bounds_says_so():
     assert undeclared_range_note(early, {"lo80": -0.1, "hi80": 0.5}, None) is not None  # -0.1 < 0.2 - 0.2
     assert undeclared_range_note(early, {"lo80": -5.0, "hi80": 5.0}, (0.0, 1.0)) is None  # a declared range
     assert undeclared_range_note([0.3, 0.3], {"lo80": -5.0, "hi80": 5.0}, None) is None  # no spread to compare
+
+
+def test_compare_forecasts_each_run_to_its_own_planned_length(tmp_path):
+    # two TRL output folders mid-training (logged to step 100): their trainer_state.json plans 200 and 400 steps
+    paths = []
+    for name, rinf, planned in (("short", 0.8, 200), ("long", 0.6, 400)):
+        folder = tmp_path / name / "checkpoint-100"
+        folder.mkdir(parents=True)
+        history = [e for e in _history(rinf, 0.03, planned) if e["step"] <= 100]
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": 100, "max_steps": planned,
+                                                               "log_history": history}))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "c.json"
+    assert main(["forecast", "--compare", *paths, "--reward-range", "0", "1", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    horizons = {run["log"]: run["horizon"] for run in data["runs"]}
+    assert horizons == {paths[0]: 200, paths[1]: 400} and data["horizon"] == 400
+    assert all(run["cut_step"] == 100 for run in data["runs"])  # from everything logged
+    # the law at step 100 is 0.8 - 0.7 * 4 e^-3 = 0.66 and 0.6 - 0.5 * 4 e^-3 = 0.50: both still rise to their plans
+    assert all(run["plateau"]["mean"] > run["level_at_cut"] for run in data["runs"])
+    single = tmp_path / "f.json"
+    assert main(["forecast", paths[1], "--fraction", "0.25", "--json", str(single)]) == 0
+    assert json.loads(single.read_text())["total_steps"] == 400  # trainer_state's max_steps, not the last step

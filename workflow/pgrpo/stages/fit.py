@@ -258,7 +258,7 @@ def run_forecast(
     ``trainer_state.json``, a bare ``log_history`` list, a TRL output folder, a CSV of TRL or W&B names).
     ``reward_range``: the reward's declared range (a workflow run's meta.json implies [0, 1]); ``batch``: completions
     per step (from the meta.json if omitted); ``total_steps``: the run's planned length (meta's ``max_steps``, else
-    the last logged step); ``target``: also P(plateau >= target) and the step it is reached at (key ``target``).
+    a TRL ``trainer_state.json``'s, else the last logged step); ``target``: also P(plateau >= target) and the step it is reached at (key ``target``).
     A log with two or more reward functions (``rewards/<fn>/mean``) also gets each one forecast with its own range
     and their sum (key ``components``, :mod:`pgrpo.fit.staged`; ``component_ranges``: fn -> (lo, hi) declared).
     Writes ``out_json`` (without it, prints :func:`describe_forecast`) and the figure."""
@@ -285,6 +285,10 @@ def run_forecast(
         batch = _completions_per_step(meta)
     if total_steps is None and meta and meta.get("max_steps"):
         total_steps = float(meta["max_steps"])
+    elif total_steps is None:  # a TRL output folder or trainer_state.json records the planned length
+        from pgrpo.stages.logs import resolve_log_path, trainer_state_max_steps
+
+        total_steps = trainer_state_max_steps(resolve_log_path(log_csv))
     steps_all, values_all = log["step"].to_numpy(float), log[column].to_numpy(float)
     eval_series = None
     if column == "reward" and "eval_reward" in log.columns:

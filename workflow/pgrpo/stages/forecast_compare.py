@@ -2,8 +2,9 @@
 Eq. 14-16, by :func:`pgrpo.fit.forecast.forecast_run`): the runs of a sweep ranked by where they will end, with
 P(each ends highest) and the runs the stop rule of Domhan et al. would stop now (:mod:`pgrpo.fit.decisions`).
 
-Every run is forecast to one horizon (``total_steps``; default: a run's ``meta.json`` ``max_steps`` beside its log,
-else the longest run's last logged step) from every point it has logged (or, with ``fraction``, from its first
+Every run is forecast to where it will end (``total_steps`` for all; default: its planned length, the ``max_steps``
+of a ``meta.json`` beside its log or of its TRL ``trainer_state.json``, else the longest planned length of the
+others, else the longest run's last logged step) from every point it has logged (or, with ``fraction``, from its first
 ``fraction`` of that horizon, to replay a decision on finished runs). A run that has reached the horizon ends at its
 smoothed level (with that level's s.d. as its spread). A run whose log shows its reward functions, one of them yet
 to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`), is ranked and stopped by their forecasts summed, that
@@ -24,6 +25,16 @@ import numpy as np
 from pgrpo.errors import InputError
 from pgrpo.fit.decisions import STOP_THRESHOLD, p_highest, stop_decisions, target_reach
 from pgrpo.fit.least_squares import finite_or_none
+
+
+def planned_steps(log: str, meta: Mapping[str, Any]) -> float | None:
+    """A run's planned length: its ``meta.json``'s ``max_steps``, else the ``max_steps`` of its TRL
+    ``trainer_state.json``; None where neither says."""
+    from pgrpo.stages.logs import resolve_log_path, trainer_state_max_steps
+
+    if meta.get("max_steps"):
+        return float(meta["max_steps"])
+    return trainer_state_max_steps(resolve_log_path(log))
 
 
 def _meta_beside(log: str) -> dict[str, Any]:
@@ -88,18 +99,18 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
 
         logged = sorted({fn for frame in frames for fn in reward_function_columns(frame.columns)})
         check_component_ranges(component_ranges, logged, "any log")
-    if total_steps is None:
-        planned = [float(m["max_steps"]) for m in metas if m.get("max_steps")]
-        total_steps = max(planned) if planned else max(float(t[-1]) for t, _ in series)
-    horizon = float(total_steps)
+    planned = [total_steps if total_steps is not None else planned_steps(log, meta) for log, meta in zip(logs, metas)]
+    known = [float(p) for p in planned if p]
+    common = max(known) if known else max(float(t[-1]) for t, _ in series)  # a run whose plan is not known
+    horizons = [float(p) if p else common for p in planned]
     rng = np.random.default_rng(0)
     runs = []
     curves: dict[str, dict[str, Any]] = {}  # what the figure draws, per run
-    for log, (t, y), meta, frame in zip(logs, series, metas, frames):
+    for log, (t, y), meta, frame, horizon in zip(logs, series, metas, frames, horizons):
         cut = fraction * horizon if fraction is not None else min(float(t[-1]), horizon)
         r_range = reward_range or ((0.0, 1.0) if meta else None)
         context = RunContext(reward_range=r_range, batch=batch)
-        record: dict[str, Any] = {"log": str(log), "cut_step": cut}
+        record: dict[str, Any] = {"log": str(log), "cut_step": cut, "horizon": horizon}
         result = None
         if cut < horizon:
             result = forecast_run(t, y, cut / horizon, horizon, context, settings, column, target=target)
@@ -148,7 +159,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         runs[i][0]["rank"] = rank
         ranked.append(runs[i][0])
     payload = finite_or_none({
-        "column": column, "horizon": horizon, "fraction": fraction, "stop_threshold": threshold,
+        "column": column, "horizon": max(horizons), "fraction": fraction, "stop_threshold": threshold,
         "best_so_far": {"level": best_so_far, "log": str(logs[int(np.argmax(levels))])},
         "runs": ranked})
     if out_json:

@@ -34,7 +34,7 @@ from pgrpo.live.reads import (
 )
 from pgrpo.live.worker import read_live_json, write_live_payload
 from pgrpo.stages.diagnose import log_curves
-from pgrpo.stages.logs import resolve_log_path, run_source, split_run
+from pgrpo.stages.logs import resolve_log_path, run_source, split_run, trainer_state_max_steps
 
 
 def _theory(meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[float, float, float] | None]:
@@ -223,17 +223,6 @@ def _earlier_watch_alerts(folder: Path, watched: str, last_step: float) -> list[
     return previous_alerts(payload, up_to_step=last_step) if same else []
 
 
-def _trainer_state_max_steps(file: Path) -> float | None:
-    """The planned length a TRL ``trainer_state.json`` records (its ``max_steps``), if ``file`` is one."""
-    if file.name != "trainer_state.json":
-        return None
-    try:
-        value = json.loads(file.read_text()).get("max_steps")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
-
-
 #: ``pgrpo watch``'s exit status when a stop rule fired (0: the run ended, or ``--once`` read it, with no stop)
 STOP_EXIT_STATUS = 3
 
@@ -344,7 +333,7 @@ class RunWatch:
                 self.last_seen, self.last_growth = seen, time.monotonic()
                 cap = self.max_completion_length or (meta or {}).get("max_completion_length")
                 settings = replace(self.rule_settings, max_completion_length=cap)
-                planned = self.total_steps or (meta or {}).get("max_steps") or _trainer_state_max_steps(file)
+                planned = self.total_steps or (meta or {}).get("max_steps") or trainer_state_max_steps(file)
                 self.planned = float(planned) if planned else None
                 total = _total_steps(curves, planned)
                 read = read_curves(curves, settings, total, None)

@@ -173,3 +173,15 @@ def run_source(path: str | Path) -> str:
     run = split_run(path)[1]
     file = str(resolve_log_path(path))
     return f"{file}{RUN_SEPARATOR}{run}" if run is not None else file
+
+
+def trainer_state_max_steps(file: str | Path) -> float | None:
+    """The planned length a TRL ``trainer_state.json`` records (its ``max_steps``), if ``file`` is one."""
+    file = Path(file)
+    if file.name != "trainer_state.json":
+        return None
+    try:
+        value = json.loads(file.read_text()).get("max_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
