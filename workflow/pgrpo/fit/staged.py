@@ -175,10 +175,13 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                         total_steps: float | None, settings: Any = None,
                         ranges: Mapping[str, tuple[float, float]] | None = None,
                         total_range: tuple[float, float] | None = None, seed: int = 0,
-                        cutoff_step: float | None = None) -> StagedForecast:
+                        cutoff_step: float | None = None,
+                        tops: Mapping[str, tuple[float, Any]] | None = None) -> StagedForecast:
     """Forecast each reward function of ``series`` (fn -> (steps, values)) from its first ``fraction`` of steps (or
     up to ``cutoff_step``) and sum them (see the module docstring). ``ranges``: declared ranges per function;
-    ``total_range``: the summed reward's declared range (the sum's draws are clipped to it).
+    ``total_range``: the summed reward's declared range (the sum's draws are clipped to it); ``tops``: fn -> (the
+    higher of the two values it took up to the cut, in the reward's units; its
+    :class:`pgrpo.fit.two_valued.TwoValues`), for a function with no declared range: its headroom where it waits.
 
     The sum is made draw by draw at every step ahead: each function's mean-curve and logged-value draws
     (:func:`pgrpo.fit.forecast.forecast_run`'s predictive), a function that has not started rising by its whole
@@ -227,12 +230,20 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
         if not started:
             if declared:
                 headroom = max(float(declared[1]) - result.level_at_cut, 0.0)
+            elif fn in (tops or {}):
+                top, values = tops[fn]
+                headroom, source = max(float(top) - result.level_at_cut, 0.0), "two-valued in the log"
+                notes.append(f"{fn} took two values up to the cut, {values.low:.3g} and {values.high:.3g} (its "
+                             f"logged mean and s.d. fit var = (b - m)(m - a) exactly at {values.steps} steps, "
+                             f"{values.completions:.0f} completions each): it can pay at least {values.high:.3g}")
             elif early_rises:
                 headroom, source = max(early_rises.values()), "the largest rise another function shows by the cut"
             else:
                 silent.append(fn)
             if headroom > 0:
                 why = ("its declared top minus its level" if declared else
+                       "the higher value it took minus its level (a lower bound: declare its range with "
+                       f"--component-range {fn} LO HI if it pays more)" if source == "two-valued in the log" else
                        f"its range is not declared: {source}; declare it with --component-range {fn} LO HI")
                 notes.append(f"{fn} has not started to rise by the cut (still at {result.level_at_cut:.3g}): its "
                              f"headroom {headroom:.3g} ({why}) widens the plateau's interval (the rise cannot be "
@@ -297,18 +308,46 @@ def predictive_on_grid(prediction: Predictive, grid: np.ndarray) -> Predictive:
 def forecast_logged_components(steps: np.ndarray, reward: np.ndarray | None, columns: Mapping[str, np.ndarray],
                                fraction: float, total_steps: float | None, settings: Any = None,
                                ranges: Mapping[str, Sequence[float]] | None = None,
-                               total_range: tuple[float, float] | None = None) -> StagedForecast | None:
+                               total_range: tuple[float, float] | None = None,
+                               sds: Mapping[str, np.ndarray] | None = None) -> StagedForecast | None:
     """A log's reward functions (``columns``: fn -> values, rows aligned with ``steps`` and the logged ``reward``)
     forecast and summed: :func:`reward_components` picks the terms of the reward, :func:`forecast_components`
-    forecasts them (``ranges`` declared in each function's own units). None for fewer than two functions; functions
-    that do not add up to the reward give a record with no plateau and the note why. ``pgrpo forecast`` and the
-    live callback both call it."""
+    forecasts them (``ranges`` declared in each function's own units; ``sds``: fn -> its logged s.d., from which a
+    function with no declared range that took two values up to the cut has them read off,
+    :func:`pgrpo.fit.two_valued.two_values`, the higher one its top where it waits to rise). None for fewer than two
+    functions; functions that do not add up to the reward give a record with no plateau and the note why. ``pgrpo
+    forecast`` and the live callback both call it."""
     parts = reward_components(steps, reward, columns)
     if len(parts.series) < 2:
         if not parts.notes:
             return None
         return StagedForecast(list(columns), {}, {}, {}, parts.notes)
+    seen = two_valued_functions(steps, columns, sds or {}, fraction, total_steps,
+                                [fn for fn in parts.series if fn not in (ranges or {})])
+    terms = parts.weighted_ranges({fn: (v.low, v.high) for fn, v in seen.items()})  # in the reward's units
+    tops = {fn: (terms[fn][1], seen[fn]) for fn in seen}
     staged = forecast_components(parts.series, fraction, total_steps, settings,
-                                 parts.weighted_ranges(ranges or {}), total_range)
+                                 parts.weighted_ranges(ranges or {}), total_range, tops=tops)
     staged.notes = parts.notes + staged.notes
     return staged
+
+
+def two_valued_functions(steps: np.ndarray, columns: Mapping[str, np.ndarray], sds: Mapping[str, np.ndarray],
+                         fraction: float, total_steps: float | None, functions: Sequence[str]) -> dict[str, Any]:
+    """fn -> :class:`pgrpo.fit.two_valued.TwoValues` for each of ``functions`` whose logged mean (``columns``) and
+    s.d. (``sds``) up to the cut (``fraction`` of ``total_steps``, default the last step) fit the two-valued law."""
+    from pgrpo.fit.two_valued import two_values
+
+    steps = np.asarray(steps, float)
+    finite = steps[np.isfinite(steps)]
+    if not finite.size:
+        return {}
+    cut = fraction * (float(total_steps) if total_steps is not None else float(finite.max()))
+    early = np.isfinite(steps) & (steps <= cut)
+    out = {}
+    for fn in functions:
+        if fn in sds and fn in columns:
+            found = two_values(np.asarray(columns[fn], float)[early], np.asarray(sds[fn], float)[early])
+            if found is not None:
+                out[fn] = found
+    return out

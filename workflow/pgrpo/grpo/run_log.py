@@ -56,6 +56,12 @@ def reward_function_columns(columns: Sequence[str]) -> dict[str, str]:
             out[match["fn"]] = str(column)
     return out
 
+def reward_function_sds(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Reward function name -> its logged s.d. over each step's completions (``rewards/<fn>/std``), where logged."""
+    return {fn: frame[f"rewards/{fn}/std"].to_numpy(float) for fn in reward_function_columns(frame.columns)
+            if f"rewards/{fn}/std" in frame.columns}
+
+
 def normalize_column(name: str) -> str:
     """The workflow's name for a logged quantity: ``train/reward`` -> ``reward``, ``eval/reward`` -> ``eval_reward``."""
     name = str(name).strip()

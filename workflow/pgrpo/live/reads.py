@@ -397,14 +397,15 @@ def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, 
     reward functions."""
     from pgrpo.fit.forecaster import ForecasterSettings
     from pgrpo.fit.staged import forecast_logged_components
-    from pgrpo.grpo.run_log import reward_function_columns
+    from pgrpo.grpo.run_log import reward_function_columns, reward_function_sds
 
     frame = curves.frame.sort_values("step", kind="stable")
     columns = {fn: frame[column].to_numpy(float) for fn, column in reward_function_columns(frame.columns).items()}
     reward = frame["reward"].to_numpy(float) if "reward" in frame.columns else None
     reward_range = tuple(map(float, settings.reward_range)) if settings.reward_range else None
     staged = forecast_logged_components(frame["step"].to_numpy(float), reward, columns, fraction, total_steps,
-                                        ForecasterSettings(), dict(settings.component_ranges or {}), reward_range)
+                                        ForecasterSettings(), dict(settings.component_ranges or {}), reward_range,
+                                        reward_function_sds(frame))
     if staged is None:
         return None
     out = staged.to_dict()

@@ -363,7 +363,7 @@ def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | No
     """The reward functions' forecasts summed (:func:`pgrpo.fit.staged.forecast_components`), where the log has two
     or more ``rewards/<fn>/mean`` columns (with ``target``: P(summed plateau >= target)); None otherwise."""
     from pgrpo.fit.staged import forecast_logged_components
-    from pgrpo.grpo.run_log import reward_function_columns
+    from pgrpo.grpo.run_log import reward_function_columns, reward_function_sds
 
     columns = {fn: log[col].to_numpy(float) for fn, col in reward_function_columns(log.columns).items()}
     ranges = {str(k): (float(v[0]), float(v[1])) for k, v in (component_ranges or {}).items()}
@@ -371,7 +371,7 @@ def _staged_forecast(log: pd.DataFrame, fraction: float, total_steps: float | No
         check_component_ranges(ranges, list(columns), "the log")
     reward = log["reward"].to_numpy(float) if "reward" in log.columns else None
     staged = forecast_logged_components(log["step"].to_numpy(float), reward, columns, fraction, total_steps,
-                                        settings, ranges, reward_range)
+                                        settings, ranges, reward_range, reward_function_sds(log))
     if staged is None:
         return None
     out = staged.to_dict()

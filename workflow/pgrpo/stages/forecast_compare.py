@@ -94,7 +94,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         series.append((t[keep], y[keep]))
         metas.append(_meta_beside(log))
     if component_ranges:
-        from pgrpo.grpo.run_log import reward_function_columns
+        from pgrpo.grpo.run_log import reward_function_columns, reward_function_sds
         from pgrpo.stages.fit import check_component_ranges
 
         logged = sorted({fn for frame in frames for fn in reward_function_columns(frame.columns)})
@@ -190,13 +190,14 @@ def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
     forecast_logged_components`) where one of them waits to rise (:attr:`pgrpo.fit.staged.StagedForecast.waiting`):
     the forecast the run is ranked and stopped by then; else None (the reward's own forecast)."""
     from pgrpo.fit.staged import forecast_logged_components
-    from pgrpo.grpo.run_log import reward_function_columns
+    from pgrpo.grpo.run_log import reward_function_columns, reward_function_sds
 
     columns = {fn: frame[col].to_numpy(float) for fn, col in reward_function_columns(frame.columns).items()}
     if len(columns) < 2 or "reward" not in frame.columns:
         return None
     staged = forecast_logged_components(frame["step"].to_numpy(float), frame["reward"].to_numpy(float), columns,
-                                        cut / horizon, horizon, settings, component_ranges or {}, reward_range)
+                                        cut / horizon, horizon, settings, component_ranges or {}, reward_range,
+                                        reward_function_sds(frame))
     if staged is None or staged.plateau_draws is None or not staged.plateau or not staged.waiting:
         return None
     return staged
