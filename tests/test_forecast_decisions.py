@@ -274,6 +274,10 @@ def test_pgrpo_forecast_compare_ranks_runs_on_every_log_format(tmp_path, fmt, ca
     assert main(["forecast", paths[0], "--compare", *paths[1:], "--fraction", "0.25"]) == 0
     text = capsys.readouterr().out
     assert "rank" in text and "stop" in text and "keep" in text
+    assert "note: horizon = the longest run's last logged step" not in text  # --fraction on finished runs
+    assert main(["forecast", "--compare", *paths]) == 0
+    assert "note: horizon = the longest run's last logged step: no run records a planned length" in (
+        capsys.readouterr().out)
     assert f"leader {paths[0]}: ends highest with P = " in text and "(a blind pick among 3: 0.33)" in text
 
 
@@ -635,6 +639,7 @@ def test_compare_forecasts_each_run_to_its_own_planned_length(tmp_path):
     horizons = {run["log"]: run["horizon"] for run in data["runs"]}
     assert horizons == {paths[0]: 200, paths[1]: 400} and data["horizon"] == 400
     assert all(run["cut_step"] == 100 for run in data["runs"])  # from everything logged
+    assert data["horizon_source"] == "the runs' planned lengths"
     # the law at step 100 is 0.8 - 0.7 * 4 e^-3 = 0.66 and 0.6 - 0.5 * 4 e^-3 = 0.50: both still rise to their plans
     assert all(run["plateau"]["mean"] > run["level_at_cut"] for run in data["runs"])
     single = tmp_path / "f.json"

@@ -57,7 +57,7 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
                          component_ranges: Mapping[str, Sequence[float]] | None = None,
                          out_png: str | None = None) -> dict[str, Any]:
     """Rank ``logs`` by their forecast plateaus (see the module docstring); write ``out_json`` or print a table.
-    Keys: ``horizon``, ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
+    Keys: ``horizon`` (and ``horizon_source``, where it comes from), ``best_so_far`` (the highest smoothed level at the cut, and whose), ``stop_threshold`` and
     ``runs`` (best first): ``log``, ``rank``, ``plateau`` (``mean, lo80, hi80``), ``level_at_cut``, ``cut_step``,
     ``p_highest``, ``p_beats_best_so_far``, ``stop_now``, and ``target`` where one is asked; ``notes`` for a run
     whose plateau band nothing bounds (:func:`pgrpo.fit.forecast.undeclared_range_note`); ``components`` for a run
@@ -160,6 +160,9 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         ranked.append(runs[i][0])
     payload = finite_or_none({
         "column": column, "horizon": max(horizons), "fraction": fraction, "stop_threshold": threshold,
+        "horizon_source": ("--total-steps" if total_steps is not None else "the runs' planned lengths" if known
+                           else "the longest run's last logged step: no run records a planned length (a meta.json "
+                                "or trainer_state.json max_steps); give --total-steps for runs still going"),
         "best_so_far": {"level": best_so_far, "log": str(logs[int(np.argmax(levels))])},
         "runs": ranked})
     if out_json:

@@ -20,6 +20,9 @@ def compare_text(payload: Mapping[str, Any]) -> str:
              f"far {_num(best.get('level'))} ({Path(str(best.get('log'))).as_posix()}); stop rule: P(plateau > best "
              f"so far) < {payload['stop_threshold']:g}",
              f"{'rank':>4}  {'plateau (80%)':<24} {'now':>7} {'P(top)':>7} {'P(beat)':>8}  {'verdict':<9} run"]
+    if payload.get("fraction") is None and str(payload.get("horizon_source", "")).startswith("the longest run's"):
+        # runs read from everything they logged and forecast to the longest one's last step: "now" ranks nothing
+        lines.insert(1, f"note: horizon = {payload['horizon_source']}")
     for run in payload["runs"]:
         p = run.get("plateau") or {}
         band = f"{_num(p.get('mean'))} ({_num(p.get('lo80'))}-{_num(p.get('hi80'))})"
