@@ -567,7 +567,7 @@ def test_report_only_live_is_bookkeeping_and_a_stop_rule_is_trajectory():
 
     report_only = resolve_training({"live": {"every": 5}})
     assert report_only["live"] == {"every": 5, "stop_on": [], "stop_if_plateau_below": None,
-                                   "on_alert": None}  # merged onto defaults
+                                   "stop_if_reached": None, "on_alert": None}  # merged onto defaults
     assert "live" not in trajectory_section(report_only) and "live" in bookkeeping_section(report_only)
     stopping = resolve_training({"live": {"stop_on": ["degeneracy"]}})
     assert "live" in trajectory_section(stopping) and bookkeeping_section(stopping) == {
@@ -594,7 +594,7 @@ def test_the_schema_takes_training_live(repo_root):
 
     config = load_config(repo_root / "config" / "config.yaml")
     assert config["training"]["live"] == {"every": 10, "stop_on": [], "stop_if_plateau_below": None,
-                                          "on_alert": None}
+                                          "stop_if_reached": None, "on_alert": None}
 
 
 @pytest.mark.slow

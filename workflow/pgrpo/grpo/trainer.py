@@ -292,7 +292,8 @@ def _live_callback(training: dict, out: Path):
     live = training["live"]
     command = live.get("on_alert")
     return DynamicsCallback(every=live["every"], stop_on=live["stop_on"],
-                            stop_if_plateau_below=live["stop_if_plateau_below"], reward_range=(0.0, 1.0),
+                            stop_if_plateau_below=live["stop_if_plateau_below"],
+                            stop_if_reached=live.get("stop_if_reached"), reward_range=(0.0, 1.0),
                             max_completion_length=training["max_completion_length"], output_dir=str(out),
                             on_alert=command_on_alert(command, out / "pgrpo" / "live.json") if command else None)
 

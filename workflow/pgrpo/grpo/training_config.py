@@ -125,7 +125,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "accelerate_config": None,  # launcher config for >1 GPU, e.g. config/accelerate/deepspeed_zero2.yaml
     "resources": {"gpus": 0, "runtime_min": 60, "mem_mb": 4000, "threads": 1},
     # pgrpo.live.DynamicsCallback on every run (live.json beside log.csv); report only unless a stop rule is set
-    "live": {"every": 10, "stop_on": [], "stop_if_plateau_below": None, "on_alert": None},
+    "live": {"every": 10, "stop_on": [], "stop_if_plateau_below": None, "stop_if_reached": None, "on_alert": None},
 }
 
 
@@ -209,7 +209,8 @@ BOOKKEEPING_KEYS: tuple[str, ...] = (
 def live_stops(live: Any) -> bool:
     """Whether ``training.live`` has a stop rule: then it shapes the trajectory (where the run ends); report only,
     it is bookkeeping (it reads the log and changes no step)."""
-    return isinstance(live, dict) and bool(live.get("stop_on") or live.get("stop_if_plateau_below") is not None)
+    return isinstance(live, dict) and bool(live.get("stop_on") or live.get("stop_if_plateau_below") is not None
+                                           or live.get("stop_if_reached") is not None)
 
 
 #: Sub-keys of a ``training:`` section that never shape the trajectory, even where the section does (``live`` with

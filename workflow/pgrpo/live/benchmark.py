@@ -67,7 +67,7 @@ def first_stop(reads: Sequence[LiveRead], settings: LiveSettings, stop_on: Seque
     the end of training stops nothing), or None. ``lag_reads`` (the callback's default 1: background reads): a
     decision at read ``i`` stops at read ``i + lag_reads``'s step, nothing when that read is not a stoppable one
     (it would be applied at the end of training)."""
-    rules = StopRules(replace(settings, stop_on=tuple(stop_on), stop_if_plateau_below=None))
+    rules = StopRules(replace(settings, stop_on=tuple(stop_on), stop_if_plateau_below=None, stop_if_reached=None))
     for index, read in enumerate(reads[:stoppable]):
         if rules.update(read) is not None:
             lands = index + int(lag_reads)

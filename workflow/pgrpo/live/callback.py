@@ -76,7 +76,9 @@ class DynamicsCallback(TrainerCallback):
     modes that stop training when flagged (severity at least medium) at two consecutive reads;
     ``stop_if_plateau_below``: stop when the forecast plateau's upper 80% bound is below it at two consecutive
     reads (the reward functions' forecasts summed, where the log has two or more: a function not yet rising keeps its
-    headroom in the band; :meth:`pgrpo.live.reads.LiveRead.decision_plateau`). ``reward_range`` and
+    headroom in the band; :meth:`pgrpo.live.reads.LiveRead.decision_plateau`); ``stop_if_reached``: stop when the
+    reward's smoothed level is at or above it at two consecutive reads (the target met, ``stop.json``'s mode
+    ``target_reached``). ``reward_range`` and
     ``max_completion_length`` (default: the trainer's ``args.max_completion_length``) are what ``pgrpo diagnose``
     takes on its command line; ``component_ranges`` (fn -> (lo, hi), each reward function's own range, as ``pgrpo
     forecast --component-range``) gives a function that has not started to rise its headroom in the summed
@@ -107,11 +109,12 @@ class DynamicsCallback(TrainerCallback):
                  forecast_every: int = DEFAULT_FORECAST_EVERY, background: bool = True,
                  gold_reward: str | None = None,
                  on_alert: Callable[[Mapping[str, Any]], Any] | None = None, alert_on: Sequence[str] | None = None,
-                 component_ranges: Mapping[str, Sequence[float]] | None = None):
+                 component_ranges: Mapping[str, Sequence[float]] | None = None,
+                 stop_if_reached: float | None = None):
         self.settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                                      tuple(reward_range) if reward_range is not None else None,
                                      max_completion_length, int(forecast_every), gold_reward=gold_reward,
-                                     component_ranges=component_ranges)
+                                     component_ranges=component_ranges, stop_if_reached=stop_if_reached)
         self.output_dir = output_dir
         self.verbose = verbose
         self.background = bool(background)

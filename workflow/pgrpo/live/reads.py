@@ -46,6 +46,8 @@ PHASE_MODES = frozenset({"degeneracy", "truncation", "length_collapse"})
 
 #: the pseudo-mode of the plateau stop rule in ``stop.json``
 PLATEAU_RULE = "plateau_below"
+#: the stop rule's name in ``stop.json`` when the reward has reached the target (``stop_if_reached``)
+REACHED_RULE = "target_reached"
 
 #: fewest reward points before K is measured from the early slope
 MIN_POINTS_FOR_K = 10
@@ -91,6 +93,9 @@ class LiveSettings:
     #: each reward function's declared range, fn -> (lo, hi) in its own units (``pgrpo forecast --component-range``):
     #: a function not yet rising keeps its headroom in the summed forecast's plateau band
     component_ranges: Mapping[str, tuple[float, float]] | None = None
+    #: stop when the reward's smoothed level (simple exponential smoothing, the forecast's level at the cut) is at
+    #: or above this at :data:`CONSECUTIVE_READS` reads in a row: the target met, the rest of the budget saved
+    stop_if_reached: float | None = None
 
     def __post_init__(self):
         for name in ("every", "forecast_every", "consecutive_reads"):
@@ -105,9 +110,11 @@ class LiveSettings:
         if self.rule_set not in ("ours", "toolkit"):
             raise InputError(f"live rule_set: must be 'ours' or 'toolkit', got {self.rule_set!r}")
         check_modes("stop_on", self.stop_on)
-        if self.stop_if_plateau_below is not None and (isinstance(self.stop_if_plateau_below, bool) or not isinstance(
-                self.stop_if_plateau_below, (int, float)) or not math.isfinite(self.stop_if_plateau_below)):
-            raise InputError(f"live stop_if_plateau_below: must be a number, got {self.stop_if_plateau_below!r}")
+        for name in ("stop_if_plateau_below", "stop_if_reached"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise InputError(f"live {name}: must be a number, got {value!r}")
         if self.gold_reward is not None and not (isinstance(self.gold_reward, str) and self.gold_reward):
             raise InputError(f"live gold_reward: must be a reward function's name, got {self.gold_reward!r}")
         range_bounds(self.reward_range, "live reward_range", null_ok=True)
@@ -147,7 +154,8 @@ class LiveSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return plain({"every": self.every, "stop_on": list(self.stop_on),
-                      "stop_if_plateau_below": self.stop_if_plateau_below, "reward_range": self.reward_range,
+                      "stop_if_plateau_below": self.stop_if_plateau_below,
+                      "stop_if_reached": self.stop_if_reached, "reward_range": self.reward_range,
                       "component_ranges": dict(self.component_ranges) if self.component_ranges else None,
                       "max_completion_length": self.max_completion_length, "forecast_every": self.forecast_every,
                       "rule_set": self.rule_set, "window_rows": self.window_rows,
@@ -230,6 +238,8 @@ class LiveRead:
     #: the run's planned length in steps (the forecast's horizon; None: not known) and its first logged step
     total_steps: float | None = None
     first_step: float | None = None
+    #: the training reward's smoothed level at this read and its s.d. (``mean``, ``sd``; None: no reward yet)
+    level: dict[str, float] | None = None
 
     @property
     def fresh_forecast(self) -> bool:
@@ -327,7 +337,8 @@ class LiveRead:
 
     def to_dict(self) -> dict[str, Any]:
         return plain({"step": self.step, "modes": self.modes, "plateau": self.plateau, "t90": self.t90,
-                      "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors})
+                      "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors,
+                      **({"level": self.level} if self.level is not None else {})})
 
 
 def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | None = None,
@@ -349,6 +360,7 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
         read.diagnosis = diagnose_curves(curves_tail(curves, settings.window_rows), settings.config()).to_dict()
     except Exception as error:  # noqa: BLE001 - a read never raises into the trainer
         read.errors.append(f"diagnose: {type(error).__name__}: {error}")
+    read.level = reward_level(curves)
     if not forecast:
         if previous is not None:
             read.forecast, read.forecast_step = previous.forecast, previous.forecast_step
@@ -387,6 +399,21 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
             read.errors.append(f"forecast of the reward functions: {type(error).__name__}: {error}")
     read.seconds = time.perf_counter() - started
     return read
+
+
+def reward_level(curves: RunCurves) -> dict[str, float] | None:
+    """The training reward's level now: simple exponential smoothing of everything logged
+    (:func:`pgrpo.fit.level_guard.smoothed_level`, the forecast's level at the cut), with its s.d."""
+    from pgrpo.fit.level_guard import smoothed_level
+
+    if not curves.has("reward"):
+        return None
+    values = curves.series("reward")[1]
+    values = values[np.isfinite(values)]
+    if values.size < 3:
+        return None
+    level, sd, _ = smoothed_level(values)
+    return {"mean": float(level), "sd": float(sd)} if math.isfinite(level) else None
 
 
 def summed_forecast(curves: RunCurves, settings: LiveSettings, fraction: float, total_steps: float
@@ -446,8 +473,9 @@ class StopDecision:
 
 
 class StopRules:
-    """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, or the
-    forecast plateau's upper 80% bound below ``stop_if_plateau_below``, at :data:`CONSECUTIVE_READS` reads in a
+    """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, the
+    forecast plateau's upper 80% bound below ``stop_if_plateau_below``, or the reward's smoothed level at or above
+    ``stop_if_reached`` (:data:`REACHED_RULE`: the target met), at :data:`CONSECUTIVE_READS` reads in a
     row (one noisy read never stops a run); for a mode of :data:`PHASE_MODES`, only reads at which its ongoing phase
     has lasted ``modes.min_episode_fraction`` of the planned run count (:meth:`phase_long_enough`). :meth:`update`
     returns the decision at the read that stops."""
@@ -488,6 +516,11 @@ class StopRules:
             # a forecast carried forward from an earlier read neither extends nor breaks the streak
             hit = isinstance(hi80, (int, float)) and hi80 < limit
             self.streak[PLATEAU_RULE] = self.streak.get(PLATEAU_RULE, 0) + 1 if hit else 0
+        target = self.settings.stop_if_reached
+        if target is not None:
+            level = (read.level or {}).get("mean")
+            hit = isinstance(level, (int, float)) and level >= target
+            self.streak[REACHED_RULE] = self.streak.get(REACHED_RULE, 0) + 1 if hit else 0
         forecast = {"plateau": read.plateau, "t90": read.t90, "law": read.forecast.get("law"),
                     "message": read.forecast.get("message"),
                     **({"plateau_summed": read.summed_plateau} if read.summed_plateau else {})}
@@ -503,6 +536,10 @@ class StopRules:
             reason = (f"{whose} {plateau.get('mean'):.4g}, upper 80% bound {hi80:.4g} below the target "
                       f"{limit:g} at {need} consecutive forecast(s): the run cannot reach it")
             return StopDecision(read.step, PLATEAU_RULE, None, None, reason, forecast)
+        if target is not None and self.streak.get(REACHED_RULE, 0) >= need:
+            reason = (f"the reward's smoothed level {read.level['mean']:.4g} reached the target {target:g} at {need} "
+                      "consecutive read(s): the rest of the run's budget is saved")
+            return StopDecision(read.step, REACHED_RULE, None, None, reason, forecast)
         return None
 
 

@@ -171,7 +171,8 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
                max_completion_length: int | None = None, total_steps: float | None = None,
                quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY,
                lag_reads: int = DEFAULT_LAG_READS, gold_reward: str | None = None,
-               component_ranges: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
+               component_ranges: Mapping[str, Sequence[float]] | None = None,
+               stop_if_reached: float | None = None) -> dict[str, Any]:
     """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
     printing one verdict line per read; ``out_json`` gets the replay's JSON. ``lag_reads``: 1 models the
     callback's default (background reads: a stop one read after the read that decided), 0 ``background=False``
@@ -183,7 +184,8 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
     settings = LiveSettings(int(every), tuple(stop_on), stop_if_plateau_below,
                             tuple(reward_range) if reward_range else None,
                             max_completion_length or (meta or {}).get("max_completion_length"), int(forecast_every),
-                            gold_reward=gold_reward, component_ranges=component_ranges)
+                            gold_reward=gold_reward, component_ranges=component_ranges,
+                            stop_if_reached=stop_if_reached)
     curves = log_curves(log_path, meta, None, allow_non_finite=True)
     if settings.component_ranges:
         from pgrpo.grpo.run_log import reward_function_columns
@@ -265,7 +267,7 @@ def run_watch(path: str, every_seconds: float = 60.0, **options: Any) -> WatchOu
     ``.../pgrpo/RUN`` for run ``RUN`` of a W&B export, ``FILE::RUN``). A log that
     cannot be read (yet, or mid-write) prints a warning and is read again next time; ``once``: one read.
 
-    The stop rules of the callback (``stop_on``, ``stop_if_plateau_below``) are applied to reads on its schedule,
+    The stop rules of the callback (``stop_on``, ``stop_if_plateau_below``, ``stop_if_reached``) are applied to reads on its schedule,
     one every ``every_logged`` logged training steps (:class:`ScheduledReads`); when one fires, ``stop.json`` is
     written beside ``live.json``, ``on_stop`` is run (:func:`run_on_stop`: e.g. ``scancel $SLURM_JOB_ID``) and
     the watch ends. It also ends when the log reaches the run's planned length (``total_steps``, else the meta's
@@ -275,7 +277,7 @@ def run_watch(path: str, every_seconds: float = 60.0, **options: Any) -> WatchOu
     ``alert_on``, default every mode, that the stop rule would stop on), each printed and run through
     :func:`run_on_alert` once, the watch going on. ``options``: :class:`RunWatch`'s (``once``, ``out_dir``,
     ``meta_json``, ``reward_range``, ``max_completion_length``, ``total_steps``, ``max_reads``, ``stop_on``,
-    ``stop_if_plateau_below``, ``every_logged``, ``on_stop``, ``idle_timeout``, ``gold_reward``, ``on_alert``,
+    ``stop_if_plateau_below``, ``stop_if_reached``, ``every_logged``, ``on_stop``, ``idle_timeout``, ``gold_reward``, ``on_alert``,
     ``alert_on``, ``component_ranges``)."""
     watch = RunWatch(path, every_seconds=every_seconds, **options)
     while True:
@@ -296,7 +298,8 @@ class RunWatch:
                  stop_if_plateau_below: float | None = None, every_logged: int = 10, on_stop: str | None = None,
                  idle_timeout: float | None = None, gold_reward: str | None = None, on_alert: str | None = None,
                  alert_on: Sequence[str] | None = None,
-                 component_ranges: Mapping[str, Sequence[float]] | None = None, prefix: str = ""):
+                 component_ranges: Mapping[str, Sequence[float]] | None = None, prefix: str = "",
+                 stop_if_reached: float | None = None):
         if every_seconds <= 0 or (idle_timeout is not None and idle_timeout <= 0):
             raise InputError("pgrpo watch: --every and --idle-timeout must be positive seconds")
         self.path, self.once, self.out_dir, self.meta_json = path, once, out_dir, meta_json
@@ -304,10 +307,11 @@ class RunWatch:
         self.on_stop, self.on_alert, self.idle_timeout, self.prefix = on_stop, on_alert, idle_timeout, prefix
         self.rule_settings = LiveSettings(int(every_logged), tuple(stop_on), stop_if_plateau_below,
                                           tuple(reward_range) if reward_range else None, max_completion_length,
-                                          gold_reward=gold_reward, component_ranges=component_ranges)
+                                          gold_reward=gold_reward, component_ranges=component_ranges,
+                                          stop_if_reached=stop_if_reached)
         alerting = bool(on_alert) or bool(alert_on)
-        self.scheduled = (ScheduledReads(self.rule_settings, alert_on, alerts=alerting)
-                          if (stop_on or stop_if_plateau_below is not None or alerting) else None)
+        stops = bool(stop_on) or stop_if_plateau_below is not None or stop_if_reached is not None
+        self.scheduled = ScheduledReads(self.rule_settings, alert_on, alerts=alerting) if stops or alerting else None
         self.reads: list[LiveRead] = []
         self.theory: dict[str, Any] = {}
         self.told: list[dict[str, Any]] | None = None  # the alerts told: an earlier watch's of this PATH, then ours

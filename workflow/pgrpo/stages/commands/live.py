@@ -76,6 +76,9 @@ def _stop_rule_arguments(p, effect: str) -> None:
                    help=f"modes that stop the run ({_MODES_HELP}){effect}")
     p.add_argument("--stop-if-plateau-below", type=float, help="stop when the forecast plateau's upper 80%% bound "
                                                                "is below this")
+    p.add_argument("--stop-if-reached", type=float, metavar="X",
+                   help="stop when the reward's smoothed level is at or above X (the target met: the rest of the "
+                        "budget saved)")
 
 
 def _run_arguments(p, total_steps: str) -> None:
@@ -108,6 +111,7 @@ def _replay(args):
 
     result = live.run_replay(args.log, every=args.every, stop_on=args.stop_on,
                              stop_if_plateau_below=args.stop_if_plateau_below, out_json=args.json,
+                             stop_if_reached=args.stop_if_reached,
                              meta_json=args.meta, reward_range=args.reward_range,
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              quiet=args.quiet, forecast_every=args.forecast_every,
@@ -132,6 +136,7 @@ def _watch(args):
     common = dict(every_seconds=args.every, once=args.once, out_dir=args.out, reward_range=args.reward_range,
                   max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                   stop_on=args.stop_on, stop_if_plateau_below=args.stop_if_plateau_below,
+                  stop_if_reached=args.stop_if_reached,
                   every_logged=args.every_logged, on_stop=args.on_stop, idle_timeout=args.idle_timeout,
                   gold_reward=args.gold_reward, on_alert=args.on_alert, alert_on=args.alert_on,
                   component_ranges=parse_component_ranges(args.component_range) or None)
