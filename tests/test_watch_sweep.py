@@ -82,3 +82,12 @@ def test_a_sweep_s_bad_input_is_refused_before_any_read(tmp_path, capsys):
     with pytest.raises(InputError, match="named twice"):
         sweep_runs([paths[0], paths[0]])
     assert not (tmp_path / "runs" / "pgrpo-sweep").exists()
+
+
+def test_a_watch_started_before_its_run_writes_waits_for_it(tmp_path, capsys):
+    # a job script starts the watcher beside the training: the output folder does not exist yet
+    assert main(["watch", str(tmp_path / "out"), "--every", "0.01", "--idle-timeout", "0.05"]) == 0
+    assert "log not found" in capsys.readouterr().err  # a warning per read, then the idle timeout: no error exit
+    paths = _sweep(tmp_path / "runs")
+    assert sweep_runs([*paths, str(tmp_path / "runs" / "lr_d")]) == [*paths, str(tmp_path / "runs" / "lr_d")]
+    assert sweep_folder([*paths, str(tmp_path / "runs" / "lr_d")], None) == (tmp_path / "runs" / "pgrpo-sweep").resolve()

@@ -157,7 +157,10 @@ def log_runs(path: str | Path) -> list[str]:
     ``FILE::RUN`` for each; any other log (or a named run) is itself."""
     if split_run(path)[1] is not None:
         return [str(path)]
-    file = resolve_log_path(path)
+    try:
+        file = resolve_log_path(path)
+    except InputError:  # not there yet (a watch started before the job writes): the readers say so, and retry
+        return [str(path)]
     if file.suffix.lower() != ".csv":
         return [str(path)]
     try:

@@ -34,11 +34,18 @@ def sweep_runs(paths: Sequence[str]) -> list[str]:
 
 
 def sweep_folder(runs: Sequence[str], out_dir: str | None) -> Path:
-    """``out_dir``, else ``pgrpo-sweep/`` in the folder that holds every run's log."""
+    """``out_dir``, else ``pgrpo-sweep/`` in the folder that holds every run's log (a run not written yet: the folder
+    its path names)."""
     if out_dir:
         return Path(out_dir)
-    parents = [str(resolve_log_path(run).resolve().parent) for run in runs]
-    return Path(os.path.commonpath(parents)) / SWEEP_FOLDER
+
+    def parent(run: str) -> str:
+        try:
+            return str(resolve_log_path(run).resolve().parent)
+        except InputError:
+            return str(Path(run).resolve().parent)
+
+    return Path(os.path.commonpath([parent(run) for run in runs])) / SWEEP_FOLDER
 
 
 def run_watch_sweep(paths: Sequence[str], every_seconds: float = 60.0, once: bool = False,
