@@ -238,7 +238,8 @@ class LiveRead:
     #: the run's planned length in steps (the forecast's horizon; None: not known) and its first logged step
     total_steps: float | None = None
     first_step: float | None = None
-    #: the training reward's smoothed level at this read and its s.d. (``mean``, ``sd``; None: no reward yet)
+    #: the training reward's smoothed level at this read and its s.d. (``mean``, ``sd``), read for the target rule
+    #: (``stop_if_reached``; None: not set, or no reward yet)
     level: dict[str, float] | None = None
 
     @property
@@ -360,7 +361,8 @@ def read_curves(curves: RunCurves, settings: LiveSettings, total_steps: float | 
         read.diagnosis = diagnose_curves(curves_tail(curves, settings.window_rows), settings.config()).to_dict()
     except Exception as error:  # noqa: BLE001 - a read never raises into the trainer
         read.errors.append(f"diagnose: {type(error).__name__}: {error}")
-    read.level = reward_level(curves)
+    if settings.stop_if_reached is not None:  # what the target rule reads (a pass over the log: only when set)
+        read.level = reward_level(curves)
     if not forecast:
         if previous is not None:
             read.forecast, read.forecast_step = previous.forecast, previous.forecast_step
