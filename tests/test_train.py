@@ -626,3 +626,28 @@ def test_killed_run_resumes_with_every_step_once(fixture_model, tmp_path):
     # every eval_steps, plus the last step (transformers evaluates at the end of a step-based schedule)
     assert list(log.dropna(subset=["eval_reward"])["step"]) == [5, 10, 15, 20, 24]
     assert json.loads((out / "meta.json").read_text())["resumed_from_step"] == resumed_at
+
+
+@pytest.mark.parametrize("rank, leaves", [(None, False), ("0", False), ("1", True), ("3", True)])
+def test_a_worker_rank_ends_at_once_after_its_part_and_the_main_one_returns(monkeypatch, rank, leaves):
+    """A launcher's worker other than the main one (RANK > 0) ends with os._exit(0) once training is done, its
+    interpreter teardown skipped (where a leftover thread can abort it while the main process merges)."""
+    from pgrpo.grpo.trainer import leave_if_worker_rank
+
+    class Left(Exception):
+        pass
+
+    def fake_exit(code):
+        raise Left(code)
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    if rank is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", rank)
+    if leaves:
+        with pytest.raises(Left) as left:
+            leave_if_worker_rank()
+        assert left.value.args == (0,)
+    else:
+        assert leave_if_worker_rank() is None

@@ -372,6 +372,21 @@ def end_process_group() -> None:
         dist.destroy_process_group()
 
 
+def leave_if_worker_rank() -> None:
+    """On a launcher's worker other than the main one (``RANK`` > 0), once its part of the run is done: flush and
+    end the process at once (``os._exit(0)``), skipping the interpreter's teardown. There a thread the distributed
+    stack leaves behind can still abort the worker (SIGABRT, "terminate called without an active exception"), after
+    :func:`end_process_group` too: seen in a CI run's ZeRO-3 two-process CPU launch, while the main process merged;
+    the launcher then fails the job and SIGTERMs the main process as it writes the outputs. The main process
+    (``RANK`` 0, or no launcher) returns as usual."""
+    rank = os.environ.get("RANK")
+    if rank is None or rank.strip() in ("", "0"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 class TrainingComplete(Exception):
     """Raised by the trainer before a step past ``max_steps`` (a run resumed from its final checkpoint)."""
 

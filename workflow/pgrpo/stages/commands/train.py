@@ -48,3 +48,6 @@ def _train(args):
         training = sweep_training(training, json_arg(args.kref_sweep_json, "--kref-sweep-json"), args.eta,
                                   args.k_ref)
     train.run_train(model=model, data=data, training=training, G=args.G, seed=args.seed, out_dir=args.out_dir)
+    from pgrpo.grpo.trainer import leave_if_worker_rank
+
+    leave_if_worker_rank()  # a worker of a multi-process launch: done, and its teardown skipped
