@@ -433,6 +433,31 @@ def test_reward_raising_mid_run_leaves_nothing_complete(fixture_model, tmp_path)
     assert (tmp_path / "checkpoints" / "checkpoint-2").is_dir()  # kept for a resume
 
 
+def test_a_checkpoint_is_complete_only_with_every_rank_s_rng_state_whole(tmp_path):
+    """transformers writes each rank's rng_state_<rank>.pth, and the main process trainer_state.json with no wait for
+    the others: a checkpoint whose other rank's RNG state is missing or cut short is not resumed."""
+    import torch
+    from pgrpo.grpo.checkpoints import rng_states_whole
+
+    checkpoints = tmp_path / "checkpoints"
+    fingerprint = run_spec_fingerprint("m", resolve_training({}), 4, 1,
+                                       {"distributed": {"world_size": 2, "distributed_type": "DEEPSPEED"}})
+    prepare_checkpoint_dir(checkpoints, fingerprint)
+    for step, ranks in ((4, (0, 1)), (6, (0,)), (8, (0, 1))):
+        folder = checkpoints / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        for rank in ranks:
+            torch.save({"python": [1, 2, 3], "cpu": torch.zeros(8)}, folder / f"rng_state_{rank}.pth")
+    whole = (checkpoints / "checkpoint-8" / "rng_state_1.pth").read_bytes()
+    (checkpoints / "checkpoint-8" / "rng_state_1.pth").write_bytes(whole[: len(whole) // 2])  # killed mid-write
+    assert last_complete_checkpoint(checkpoints) == (checkpoints / "checkpoint-4", 4)
+    assert rng_states_whole(checkpoints / "checkpoint-8", None) is False  # without a spec: the files present
+    assert rng_states_whole(checkpoints / "checkpoint-6", None) is True  # ... rank 1's absence unseen
+    assert prepare_checkpoint_dir(checkpoints, fingerprint)[1] == 4
+    assert not (checkpoints / "checkpoint-8").exists()  # the torn ones after the resume point are set aside
+
+
 def test_resume_truncates_rows_past_the_checkpoint(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     fingerprint = run_spec_fingerprint("m", resolve_training({}), 4, 1)

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 from pgrpo.atomic import atomic_path, write_json
@@ -156,21 +157,56 @@ def assemble_log(rows: list[dict], last_step: int):
 
 
 def last_complete_checkpoint(checkpoint_dir: Path) -> tuple[Path, int] | None:
-    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by transformers) parses."""
+    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by the main process) parses and whose
+    every process's RNG state is whole (:func:`rng_states_whole`): in a multi-process launch each rank writes its
+    own ``rng_state_<rank>.pth`` and nothing makes the main process wait for the others before it writes
+    ``trainer_state.json``, so a run killed in between left a checkpoint whose resume would restart a rank's RNG
+    (seen as a resumed ZeRO-3 run diverging from the uninterrupted one)."""
     if not checkpoint_dir.is_dir():
         return None
+    world_size = spec_world_size(checkpoint_dir)
     found = []
     for child in checkpoint_dir.iterdir():
         if child.is_dir() and child.name.startswith("checkpoint-") and child.name[len("checkpoint-") :].isdigit():
             try:
                 state = json.loads((child / "trainer_state.json").read_text())
-                found.append((int(state["global_step"]), child))
+                step = int(state["global_step"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
+            if rng_states_whole(child, world_size):
+                found.append((step, child))
     if not found:
         return None
     step, path = max(found)
     return path, step
+
+
+def spec_world_size(checkpoint_dir: Path) -> int | None:
+    """The world size the run's spec (``run_spec.json``, :func:`distributed_spec`) records; None where none does."""
+    try:
+        return int(json.loads((checkpoint_dir / RUN_SPEC_NAME).read_text())["spec"]["distributed"]["world_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def rng_states_whole(checkpoint: Path, world_size: int | None) -> bool:
+    """Whether a checkpoint's RNG state files are whole zip archives (``torch.save``'s format; a file cut short has
+    no central directory): ``rng_state.pth`` for one process, ``rng_state_<rank>.pth`` for each of ``world_size``;
+    where the world size is not known, those present."""
+    if world_size is None:
+        names = sorted(path.name for path in checkpoint.glob("rng_state*.pth"))
+    elif world_size <= 1:
+        names = ["rng_state.pth"]
+    else:
+        names = [f"rng_state_{rank}.pth" for rank in range(world_size)]
+    for name in names:
+        try:
+            with zipfile.ZipFile(checkpoint / name) as archive:
+                if archive.testzip() is not None:
+                    return False
+        except (OSError, zipfile.BadZipFile):
+            return False
+    return True
 
 
 def prepare_checkpoint_dir(checkpoint_dir: Path, fingerprint: dict) -> tuple[str | None, int]:
