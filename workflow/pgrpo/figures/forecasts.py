@@ -76,11 +76,11 @@ def run_label(log: str, width: int = 38) -> str:
     ``width`` characters (a longer one keeps its start and its end)."""
     if "::" in str(log):  # a run of a W&B export: its run's name
         name = str(log).rsplit("::", 1)[1]
-        return name if len(name) <= width else name[:width // 3] + "…" + name[-(width - width // 3 - 1):]
-    path = Path(str(log))
-    name = path.stem if path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".txt", ".log") else path.name
-    if name in ("trainer_state", "log", "log_history", "metrics", "progress") and path.parent.name:
-        name = path.parent.name
+    else:
+        path = Path(str(log))
+        name = path.stem if path.suffix.lower() in (".json", ".jsonl", ".csv", ".tsv", ".txt", ".log") else path.name
+        if name in ("trainer_state", "log", "log_history", "metrics", "progress") and path.parent.name:
+            name = path.parent.name
     if len(name) <= width:
         return name
     head = width // 3  # the start and the end: runs of one sweep differ at the end of their names

@@ -56,6 +56,7 @@ def reward_function_columns(columns: Sequence[str]) -> dict[str, str]:
             out[match["fn"]] = str(column)
     return out
 
+
 def reward_function_sds(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     """Reward function name -> its logged s.d. over each step's completions (``rewards/<fn>/std``), where logged."""
     return {fn: frame[f"rewards/{fn}/std"].to_numpy(float) for fn in reward_function_columns(frame.columns)
@@ -86,6 +87,18 @@ def _strip_wandb_names(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.loc[:, columns]
     renamed = {c: str(c).split(" - ", 1)[1] for c in columns if " - " in str(c)}
     return frame.rename(columns=renamed) if renamed else frame
+
+
+def wandb_runs(columns: Sequence[str]) -> list[str]:
+    """The runs of a W&B export, in column order: the ``<run>`` of its ``<run> - <key>`` columns (the ``__MIN`` /
+    ``__MAX`` band columns left out, as :func:`_strip_wandb_names` leaves them)."""
+    runs: list[str] = []
+    for column in map(str, columns):
+        if " - " in column and not _WANDB_MINMAX.search(column):
+            run = column.split(" - ", 1)[0]
+            if run not in runs:
+                runs.append(run)
+    return runs
 
 
 def _modern_keys(frame: pd.DataFrame) -> pd.DataFrame:

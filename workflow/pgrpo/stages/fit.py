@@ -283,12 +283,10 @@ def run_forecast(
         reward_range = (0.0, 1.0)  # the workflow's rewards and accuracies are binary
     if batch is None and meta is not None and column == "reward":
         batch = _completions_per_step(meta)
-    if total_steps is None and meta and meta.get("max_steps"):
-        total_steps = float(meta["max_steps"])
-    elif total_steps is None:  # a TRL output folder or trainer_state.json records the planned length
-        from pgrpo.stages.logs import resolve_log_path, trainer_state_max_steps
+    if total_steps is None:  # meta.json's max_steps, else the one a TRL trainer_state.json records
+        from pgrpo.stages.logs import planned_steps
 
-        total_steps = trainer_state_max_steps(resolve_log_path(log_csv))
+        total_steps = planned_steps(log_csv, meta)
     steps_all, values_all = log["step"].to_numpy(float), log[column].to_numpy(float)
     eval_series = None
     if column == "reward" and "eval_reward" in log.columns:

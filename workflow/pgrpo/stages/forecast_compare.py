@@ -27,16 +27,6 @@ from pgrpo.fit.decisions import STOP_THRESHOLD, p_highest, stop_decisions, targe
 from pgrpo.fit.least_squares import finite_or_none
 
 
-def planned_steps(log: str, meta: Mapping[str, Any]) -> float | None:
-    """A run's planned length: its ``meta.json``'s ``max_steps``, else the ``max_steps`` of its TRL
-    ``trainer_state.json``; None where neither says."""
-    from pgrpo.stages.logs import resolve_log_path, trainer_state_max_steps
-
-    if meta.get("max_steps"):
-        return float(meta["max_steps"])
-    return trainer_state_max_steps(resolve_log_path(log))
-
-
 def _meta_beside(log: str) -> dict[str, Any]:
     from pgrpo.stages.logs import resolve_log_path
 
@@ -94,11 +84,13 @@ def run_forecast_compare(logs: Sequence[str], out_json: str | None = None, fract
         series.append((t[keep], y[keep]))
         metas.append(_meta_beside(log))
     if component_ranges:
-        from pgrpo.grpo.run_log import reward_function_columns, reward_function_sds
+        from pgrpo.grpo.run_log import reward_function_columns
         from pgrpo.stages.fit import check_component_ranges
 
         logged = sorted({fn for frame in frames for fn in reward_function_columns(frame.columns)})
         check_component_ranges(component_ranges, logged, "any log")
+    from pgrpo.stages.logs import planned_steps
+
     planned = [total_steps if total_steps is not None else planned_steps(log, meta) for log, meta in zip(logs, metas)]
     known = [float(p) for p in planned if p]
     common = max(known) if known else max(float(t[-1]) for t, _ in series)  # a run whose plan is not known

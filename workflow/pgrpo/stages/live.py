@@ -34,7 +34,7 @@ from pgrpo.live.reads import (
 )
 from pgrpo.live.worker import read_live_json, write_live_payload
 from pgrpo.stages.diagnose import log_curves
-from pgrpo.stages.logs import resolve_log_path, run_source, split_run, trainer_state_max_steps
+from pgrpo.stages.logs import planned_steps, resolve_log_path, run_source, split_run
 
 
 def _theory(meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[float, float, float] | None]:
@@ -317,8 +317,6 @@ class RunWatch:
         self.told: list[dict[str, Any]] | None = None  # the alerts told: an earlier watch's of this PATH, then ours
         self.last_seen: tuple[str, float] | None = None
         self.last_growth = time.monotonic()
-        #: the run's planned length, once a read has found it (None: not known)
-        self.planned: float | None = None
 
     def _say(self, line: str, error: bool = False) -> None:
         print(f"{self.prefix}{line}", file=sys.stderr if error else sys.stdout, flush=True)
@@ -337,8 +335,7 @@ class RunWatch:
                 self.last_seen, self.last_growth = seen, time.monotonic()
                 cap = self.max_completion_length or (meta or {}).get("max_completion_length")
                 settings = replace(self.rule_settings, max_completion_length=cap)
-                planned = self.total_steps or (meta or {}).get("max_steps") or trainer_state_max_steps(file)
-                self.planned = float(planned) if planned else None
+                planned = self.total_steps or planned_steps(path, meta)
                 total = _total_steps(curves, planned)
                 read = read_curves(curves, settings, total, None)
                 self.reads.append(read)

@@ -19,12 +19,13 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log
+from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log, wandb_runs
 
 _NON_FINITE_TOKENS = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
@@ -140,18 +141,6 @@ def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFra
     return out
 
 
-def wandb_runs(columns) -> list[str]:
-    """The runs of a W&B export, in column order: the ``<run>`` of its ``<run> - <key>`` columns (the ``__MIN`` /
-    ``__MAX`` band columns left out)."""
-    runs: list[str] = []
-    for column in map(str, columns):
-        if " - " in column and not re.search(r"__(MIN|MAX)$", column):
-            run = column.split(" - ", 1)[0]
-            if run not in runs:
-                runs.append(run)
-    return runs
-
-
 def log_runs(path: str | Path) -> list[str]:
     """The runs ``path`` holds, each as a path the log readers take: a W&B export of several runs gives
     ``FILE::RUN`` for each; any other log (or a named run) is itself."""
@@ -188,3 +177,14 @@ def trainer_state_max_steps(file: str | Path) -> float | None:
     except (OSError, ValueError, AttributeError):
         return None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def planned_steps(path: str | Path, meta: Mapping[str, Any] | None) -> float | None:
+    """A run's planned length: its ``meta``'s ``max_steps`` (a ``meta.json``), else the ``max_steps`` of the TRL
+    ``trainer_state.json`` behind ``path``; None where neither says (or ``path`` is not written yet)."""
+    if meta and meta.get("max_steps"):
+        return float(meta["max_steps"])
+    try:
+        return trainer_state_max_steps(resolve_log_path(path))
+    except InputError:
+        return None

@@ -3,7 +3,7 @@ forecast of Section 4.4 read live, the runs ranked by :mod:`pgrpo.fit.decisions`
 watch PATH`` watches one (:class:`pgrpo.stages.live.RunWatch`: its verdict lines, each led by the run's name, its
 ``live.json``/``live.html``, its stop rules and hooks), and after every round of reads in which a log grew the runs
 are ranked as ``pgrpo forecast --compare`` ranks them (:func:`pgrpo.stages.forecast_compare.run_forecast_compare`,
-the same code), to the longest planned length the runs show: ``sweep.json`` and ``sweep.png`` in the sweep's folder,
+the same code, each run to its own planned length): ``sweep.json`` and ``sweep.png`` in the sweep's folder,
 and one line naming the leader and the runs the stop rule of Domhan et al. would stop now (a report: which run to
 cancel is the user's call; the watch's own stop rules act on failure modes only).
 """
@@ -90,25 +90,23 @@ def run_watch_sweep(paths: Sequence[str], every_seconds: float = 60.0, once: boo
             if outcome is not None:
                 ended[run] = outcome
         if grew:
-            rank_sweep(runs, folder, [w.planned for w in watches.values()], total_steps, reward_range,
-                       component_ranges, stop_threshold, run_forecast_compare)
+            rank_sweep(runs, folder, total_steps, reward_range, component_ranges, stop_threshold,
+                       run_forecast_compare)
         rounds += 1
         if len(ended) == len(watches) or (max_rounds is not None and rounds >= max_rounds):
             return [ended.get(run) or WatchOutcome(watches[run].reads, None, "max_rounds") for run in runs]
         time.sleep(float(every_seconds))
 
 
-def rank_sweep(runs: Sequence[str], folder: Path, planned: Sequence[float | None], total_steps: float | None,
+def rank_sweep(runs: Sequence[str], folder: Path, total_steps: float | None,
                reward_range: Sequence[float] | None, component_ranges: Mapping[str, Sequence[float]] | None,
                stop_threshold: float, compare: Any) -> dict[str, Any] | None:
-    """The runs ranked now (``compare``: :func:`pgrpo.stages.forecast_compare.run_forecast_compare`) to the
-    longest planned length any run shows (``total_steps``, else the runs' ``planned``, else their longest log),
-    written to ``folder/sweep.json`` and ``sweep.png``, and one line printed; a log that cannot be ranked yet
-    prints a warning and the next round tries again (None)."""
-    known = [float(p) for p in planned if p]
-    horizon = total_steps or (max(known) if known else None)
+    """The runs ranked now (``compare``: :func:`pgrpo.stages.forecast_compare.run_forecast_compare`), each to
+    ``total_steps`` or else its own planned length as ``--compare`` reads it, written to ``folder/sweep.json`` and
+    ``sweep.png``, and one line printed; a log that cannot be ranked yet prints a warning and the next round tries
+    again (None)."""
     try:
-        payload = compare(list(runs), out_json=str(folder / "sweep.json"), total_steps=horizon,
+        payload = compare(list(runs), out_json=str(folder / "sweep.json"), total_steps=total_steps,
                           reward_range=reward_range, component_ranges=component_ranges, threshold=stop_threshold,
                           out_png=str(folder / "sweep.png"))
     except InputError as error:
