@@ -70,8 +70,10 @@ def test_on_the_public_logs_every_exact_fit_is_inside_the_range_their_code_state
             tolerance = 1e-3 * (found.high - found.low)  # the logs round to ~6 digits
             inside += stated[0] - tolerance <= found.low and found.high <= stated[1] + tolerance
             equal += abs(found.low - stated[0]) <= tolerance and abs(found.high - stated[1]) <= tolerance
-    # read from the reward code blind to the logs (SOURCES.md); the fits see only the logged numbers
-    assert fits >= 30 and inside == fits and equal >= fits - 4
+    # read from the reward code blind to the logs (SOURCES.md); the fits see only the logged numbers. Every fit lies
+    # inside the stated range; most equal it, the rest are functions of more than two values that showed two by the
+    # end (e.g. a format term at -0.8 or -0.2 of a stated [-0.8, 1.0])
+    assert fits >= 30 and inside == fits and equal >= 0.8 * fits
 
 
 def test_a_waiting_function_with_no_declared_range_takes_its_higher_value_as_headroom():

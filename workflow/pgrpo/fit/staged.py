@@ -41,6 +41,8 @@ from pgrpo.fit.intervals import LEVELS, PLATEAU_SHARE, band_holding, sample_inte
 #: the reward functions add up to the logged reward when the r.m.s. of the difference is within this share of the
 #: reward's s.d. (logged values are rounded; a weight other than 1 misses by about that function's own s.d.)
 SUM_TOLERANCE = 0.01
+#: the headroom source of a waiting function whose higher value was read off its logged mean and s.d.
+FROM_TWO_VALUES = "two-valued in the log"
 
 
 @dataclass
@@ -232,7 +234,7 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
                 headroom = max(float(declared[1]) - result.level_at_cut, 0.0)
             elif fn in (tops or {}):
                 top, values = tops[fn]
-                headroom, source = max(float(top) - result.level_at_cut, 0.0), "two-valued in the log"
+                headroom, source = max(float(top) - result.level_at_cut, 0.0), FROM_TWO_VALUES
                 notes.append(f"{fn} took two values up to the cut, {values.low:.3g} and {values.high:.3g} (its "
                              f"logged mean and s.d. fit var = (b - m)(m - a) exactly at {values.steps} steps, "
                              f"{values.completions:.0f} completions each): it can pay at least {values.high:.3g}")
@@ -243,7 +245,7 @@ def forecast_components(series: Mapping[str, tuple[np.ndarray, np.ndarray]], fra
             if headroom > 0:
                 why = ("its declared top minus its level" if declared else
                        "the higher value it took minus its level (a lower bound: declare its range with "
-                       f"--component-range {fn} LO HI if it pays more)" if source == "two-valued in the log" else
+                       f"--component-range {fn} LO HI if it pays more)" if source == FROM_TWO_VALUES else
                        f"its range is not declared: {source}; declare it with --component-range {fn} LO HI")
                 notes.append(f"{fn} has not started to rise by the cut (still at {result.level_at_cut:.3g}): its "
                              f"headroom {headroom:.3g} ({why}) widens the plateau's interval (the rise cannot be "
