@@ -335,7 +335,7 @@ class RunWatch:
                 self.last_seen, self.last_growth = seen, time.monotonic()
                 cap = self.max_completion_length or (meta or {}).get("max_completion_length")
                 settings = replace(self.rule_settings, max_completion_length=cap)
-                planned = self.total_steps or planned_steps(path, meta)
+                planned = self.total_steps or planned_steps(file, meta)  # the file this read resolved
                 total = _total_steps(curves, planned)
                 read = read_curves(curves, settings, total, None)
                 self.reads.append(read)
