@@ -749,3 +749,34 @@ def test_a_slow_start_at_the_floor_is_not_stopped_as_a_stuck_run():
     plain = LiveRead(10.0, diagnosis={"modes": {"degeneracy": {"flagged": True, "severity": "medium",
                                                                "onset_step": 1.0}}})
     assert unknown.update(plain) is None and unknown.update(dataclasses.replace(plain, step=20.0)) is not None
+
+
+def test_no_learning_and_regression_stop_only_where_the_forecast_does_not_expect_the_rise():
+    """The two modes that claim a level the reward will not reach ask the forecast too: no_learning's flag counts
+    toward a stop only while the plateau's upper 80% bound is at most the late level plus the net rise's threshold
+    (0.5 + 0.1 here), regression's only while it is at most the peak minus the drop's threshold (0.8 - 0.1); a read
+    with no forecast plateau counts as before, and a phase or mechanism mode is never asked."""
+    def read(step, mode, hi80, numbers):
+        verdict = {"flagged": True, "severity": "medium", "onset_step": 1.0, "verdict": "x", "active": True,
+                   "numbers": numbers}
+        forecast = {"plateau": {"mean": hi80, "lo80": hi80, "hi80": hi80}} if hi80 is not None else {}
+        return LiveRead(float(step), {"modes": {mode: verdict}}, forecast)
+
+    flat = {"late": 0.5, "net_threshold": 0.1}
+    rules = StopRules(LiveSettings(stop_on=("no_learning",)))
+    assert rules.update(read(10, "no_learning", 0.61, flat)) is None  # the forecast allows a rise: no count
+    assert rules.update(read(20, "no_learning", 0.60, flat)) is None  # at the threshold: counts (1)
+    decision = rules.update(read(30, "no_learning", 0.55, flat))
+    assert decision is not None and decision.step == 30.0 and "the forecast agrees" in decision.reason
+    rules = StopRules(LiveSettings(stop_on=("no_learning",)))
+    assert rules.update(read(10, "no_learning", None, flat)) is None
+    assert rules.update(read(20, "no_learning", None, flat)) is not None  # no forecast: the flag stands
+    fell = {"peak": 0.8, "drop_threshold": 0.1}
+    rules = StopRules(LiveSettings(stop_on=("regression",)))
+    assert rules.update(read(10, "regression", 0.71, fell)) is None
+    assert rules.update(read(20, "regression", 0.75, fell)) is None  # a return to the peak not excluded
+    assert rules.update(read(30, "regression", 0.69, fell)) is None
+    assert rules.update(read(40, "regression", 0.70, fell)).mode == "regression"
+    rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
+    assert rules.update(read(10, "degeneracy", 0.99, flat)) is None
+    assert rules.update(read(20, "degeneracy", 0.99, flat)) is not None

@@ -103,3 +103,37 @@ def test_benchmark_md_verdicts_read_the_panel():
     (line,) = truth_verdict_lines(summary)
     assert "chosen per curve in hindsight, is at 0.700 x: out of the reach of every forecast here" in line
     assert "chosen per curve in hindsight, is at 0.400 x: in reach" in line
+
+
+def test_arithmetic_bounds_on_the_decision_targets():
+    """Two bounds no forecast can move: a stop rule that decides at the cut f and keeps a run saves at most
+    (n - 1) / n x (1 - f) of a sweep's steps (two runs cut at a quarter: 37.5%, under the 40% target; four runs:
+    56.25%); and where the order at the cut is already right on more than 90% of the pairs, +10 points is beyond
+    every pair. Both the docs page and benchmark.md name them, and only where they bind."""
+    from pgrpo.fit.decisions import score_sweep, steps_saved_ceiling
+    from pgrpo.tables.forecast_benchmark import truth_verdict_lines
+    from pgrpo.tables.results_pages import _forecast_truth
+
+    assert steps_saved_ceiling(2, 0.25) == pytest.approx(0.375)
+    assert steps_saved_ceiling(4, 0.25) == pytest.approx(0.5625)
+    draws = [np.full(50, 0.2), np.full(50, 0.9), np.full(50, 0.5)]
+    scores = score_sweep(draws, [0.2, 0.9, 0.5], [0.3, 0.6, 0.4], [0.2, 0.9, 0.5], 0.5, 1.0)
+    assert scores["steps_saved_ceiling"] == pytest.approx(2 / 3 * 0.5)
+    assert scores["steps_saved"] == pytest.approx(scores["steps_saved_ceiling"])  # both losers stopped at the cut
+
+    cell = {**_cell(0.9, 0.75, 0.8, 0.3, pairs=0.92, panel_pairs=0.96), "pairs_right_at_cut": 0.96,
+            "steps_saved": 0.0, "stop_loss_share": 0.0, "steps_saved_ceiling": 0.375,
+            "hindsight_steps_saved": 0.2, "hindsight_stop_loss_share": 0.0}
+    text = "\n".join(_forecast_truth([cell]))
+    assert "the order at the cut is already right on 96%: +10 points would need more than every pair" in text
+    assert "stopping every run but one at the cut saves 38%: out of any stop rule's reach at this cut" in text
+    wide = {**cell, "pairs_right_at_cut": 0.5, "steps_saved_ceiling": 0.6}
+    text = "\n".join(_forecast_truth([wide]))
+    assert "already right on" not in text and "stopping every run but one" not in text
+
+    row = {"part": "real", "split": "dev", "fraction": 0.25, "method": "forecaster", "curves": 4,
+           "truth_kind": "true mean", "coverage80": 0.8, "mean_rmse_ratio": 0.5, "moving_mean_rmse_ratio": 0.5,
+           "moving_plateau_error_ratio": 0.4, "pairs_right": 0.92, "pairs_right_at_cut": 0.96, "steps_saved": 0.1,
+           "stop_loss_share": 0.0, "steps_saved_ceiling": 0.375}
+    (line,) = truth_verdict_lines([row])
+    assert "out of any forecast's reach" in line and "out of any stop rule's reach" in line

@@ -592,7 +592,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str] = BASE
     return with_recalibration(out, skip_suffix=f": {SEEDS_TRUTH}")
 
 
-DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs")
+DECISION_FIELDS = ("pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs",
+                   "steps_saved_ceiling")
 
 
 def _with_decisions(summary: list[dict[str, Any]], sweeps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -12,7 +12,8 @@ a run reaches a target level, which runs of a sweep end highest, and which ones 
 * :func:`brier`: the multi-class Brier score ``sum_i (p_i - 1[i is the best])^2`` of those probabilities;
 * :func:`stop_decisions`: the stop rule of Domhan et al. (2015): stop a run when ``P(its plateau > the best level
   seen so far) < threshold`` (0.05), and :func:`stop_rule_outcome` its saving (the share of the sweep's steps not
-  run) against its loss (the best final level of all runs minus that of the runs kept, over the reward's range).
+  run) against its loss (the best final level of all runs minus that of the runs kept, over the reward's range),
+  and :func:`steps_saved_ceiling` the most any stop rule deciding at the cut can save.
 """
 
 from __future__ import annotations
@@ -204,5 +205,13 @@ def score_sweep(plateau_draws: Sequence[np.ndarray], plateau_forecast: Sequence[
         "pairs_right_at_cut": _share_ordered(levels_at_cut, true_final, pairs),
         "brier": brier(p_highest(plateau_draws), true_final),
         "stopped": outcome.stopped, "steps_saved": outcome.steps_saved, "stop_loss_share": outcome.loss_share,
-        "stop_loss_of_best": outcome.loss_of_best,
+        "stop_loss_of_best": outcome.loss_of_best, "steps_saved_ceiling": steps_saved_ceiling(len(true_final), fraction),
     }
+
+
+def steps_saved_ceiling(runs: int, fraction: float) -> float:
+    """The most of a sweep's steps any stop rule that decides at the cut ``fraction`` and keeps a run can save:
+    every run but one stopped there, ``(runs - 1) / runs x (1 - fraction)`` (the scale of
+    :func:`stop_rule_outcome`'s saving). A saving target above it is out of any stop rule's reach at that cut,
+    whatever the forecast: two runs cut at a quarter save at most 37.5%."""
+    return (runs - 1) / runs * (1.0 - fraction) if runs > 0 else 0.0

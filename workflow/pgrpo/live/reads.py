@@ -44,6 +44,12 @@ RECURRING_MODES = frozenset({"instability"})
 #: phase has lasted that share of the planned run, so a slow start at the reward's floor is not stopped as a stuck run
 PHASE_MODES = frozenset({"degeneracy", "truncation", "length_collapse"})
 
+#: modes whose failure is a claim about the level the reward will reach (no_learning: it will not rise beyond its
+#: noise; regression: it will not return to its peak): live, their stop also asks the forecast (the same read's
+#: plateau band, an independent estimate from the learning-curve laws) not to expect that rise: a stop waits while
+#: the plateau's upper 80% bound lies beyond the mode's own threshold (:func:`forecast_allows_recovery`)
+FORECAST_GATED_MODES = frozenset({"no_learning", "regression"})
+
 #: the pseudo-mode of the plateau stop rule in ``stop.json``
 PLATEAU_RULE = "plateau_below"
 #: the stop rule's name in ``stop.json`` when the reward has reached the target (``stop_if_reached``)
@@ -474,13 +480,37 @@ class StopDecision:
         return plain(out)
 
 
+def forecast_allows_recovery(read: "LiveRead", mode: str) -> bool:
+    """Whether the read's forecast still expects what a :data:`FORECAST_GATED_MODES` flag says will not happen, by
+    the mode's own threshold: for no_learning, the plateau's upper 80% bound above the late level plus the net
+    rise's threshold (a rise the test would call one); for regression, above the peak minus the drop's threshold (a
+    return to within noise of the peak). False where the read has no forecast plateau or the mode no such numbers
+    (the flag stands as before)."""
+    hi80 = read.plateau.get("hi80")
+    numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
+    if mode == "no_learning":
+        level, threshold = numbers.get("late"), numbers.get("net_threshold")
+        ceiling = level + threshold if all(_finite(v) for v in (level, threshold)) else None
+    elif mode == "regression":
+        peak, threshold = numbers.get("peak"), numbers.get("drop_threshold")
+        ceiling = peak - threshold if all(_finite(v) for v in (peak, threshold)) else None
+    else:
+        return False
+    return _finite(hi80) and ceiling is not None and hi80 > ceiling
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 class StopRules:
     """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, the
     forecast plateau's upper 80% bound below ``stop_if_plateau_below``, or the reward's smoothed level at or above
     ``stop_if_reached`` (:data:`REACHED_RULE`: the target met), at :data:`CONSECUTIVE_READS` reads in a
     row (one noisy read never stops a run); for a mode of :data:`PHASE_MODES`, only reads at which its ongoing phase
-    has lasted ``modes.min_episode_fraction`` of the planned run count (:meth:`phase_long_enough`). :meth:`update`
-    returns the decision at the read that stops."""
+    has lasted ``modes.min_episode_fraction`` of the planned run count (:meth:`phase_long_enough`); for a mode of
+    :data:`FORECAST_GATED_MODES`, only reads whose forecast does not expect the rise or the recovery the flag rules
+    out (:func:`forecast_allows_recovery`). :meth:`update` returns the decision at the read that stops."""
 
     def __init__(self, settings: LiveSettings):
         self.settings = settings
@@ -509,7 +539,8 @@ class StopRules:
             # for a mode whose episodes recur (instability's bursts)
             hit = (bool(verdict.get("flagged")) and verdict.get("severity") in self.settings.stop_severities
                    and (verdict.get("active") is not False or mode in RECURRING_MODES)
-                   and (mode not in PHASE_MODES or self.phase_long_enough(read, verdict)))
+                   and (mode not in PHASE_MODES or self.phase_long_enough(read, verdict))
+                   and (mode not in FORECAST_GATED_MODES or not forecast_allows_recovery(read, mode)))
             self.streak[mode] = self.streak.get(mode, 0) + 1 if hit else 0
         plateau = read.decision_plateau
         hi80 = plateau.get("hi80")
@@ -531,6 +562,9 @@ class StopRules:
                 verdict = modes[mode]
                 reason = (f"{mode} flagged ({verdict.get('severity')}) at {need} consecutive read(s): "
                           f"{verdict.get('verdict')}")
+                if mode in FORECAST_GATED_MODES and _finite(read.plateau.get("hi80")):
+                    reason += (f"; the forecast agrees: plateau upper 80% bound {read.plateau['hi80']:.4g}, within "
+                               "the mode's threshold")
                 return StopDecision(read.step, mode, verdict.get("onset_step"), verdict.get("severity"), reason,
                                     forecast)
         if limit is not None and self.streak.get(PLATEAU_RULE, 0) >= need:

@@ -323,9 +323,11 @@ def _cell_value(column: str, value: str) -> Any:
 #: median mean-curve and plateau error ratios to persistence over the curves whose truth moves after the cut, the
 #: share of true plateaus inside the 80% interval, the share of curves whose truth moves, and the sweeps' decision
 #: scores (pairs ordered right by the forecast and by the level at the cut, the Brier score of P(top), the stop
-#: rule's share of steps saved and its largest loss over the reward range); None where the file has no such column
+#: rule's share of steps saved and its largest loss over the reward range, and the most any stop rule deciding at
+#: the cut could save, :func:`pgrpo.fit.decisions.steps_saved_ceiling`); None where the file has no such column
 TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_covered80", "truth_moves",
-               "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs")
+               "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs",
+               "steps_saved_ceiling")
 #: the same scores of the cubic fitted in hindsight to the held-out values (``hindsight_<key>``): the bound that says
 #: whether a missed target is in any forecast's reach
 HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",

@@ -86,18 +86,43 @@ def truth_verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "for
             checks.append((True, "the truth does not move after the cut: scored on the interval alone"))
         if finite_number(moving) and finite_number(r.get("pairs_right")):
             margin = r["pairs_right"] - r.get("pairs_right_at_cut", float("nan"))
-            checks.append((r["pairs_right"] >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN,
+            pairs_met = r["pairs_right"] >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN
+            bound = "" if pairs_met else pairs_margin_reading(r.get("pairs_right_at_cut"))
+            checks.append((pairs_met,
                            f"{r['pairs_right']:.0%} of pairs ordered right, {margin * 100:+.0f} points on the order "
-                           f"at the cut (target >= {TARGET_PAIRS:.0%} and >= +{TARGET_PAIRS_MARGIN * 100:.0f})"))
-            checks.append((r.get("steps_saved", 0) >= TARGET_STOP_SAVED and r.get("stop_loss_share", 1)
-                           <= TARGET_STOP_LOSS,
+                           f"at the cut (target >= {TARGET_PAIRS:.0%} and >= +{TARGET_PAIRS_MARGIN * 100:.0f}"
+                           f"{'; ' + bound if bound else ''})"))
+            stop_met = (r.get("steps_saved", 0) >= TARGET_STOP_SAVED
+                        and r.get("stop_loss_share", 1) <= TARGET_STOP_LOSS)
+            bound = "" if stop_met else stop_ceiling_reading(r.get("steps_saved_ceiling"))
+            checks.append((stop_met,
                            f"the stop rule saves {_f(100 * r.get('steps_saved', float('nan')), 0)}% of the steps for "
                            f"a loss of {_f(100 * r.get('stop_loss_share', float('nan')), 1)}% of the range (target >= "
-                           f"{TARGET_STOP_SAVED:.0%} for <= {TARGET_STOP_LOSS:.0%})"))
+                           f"{TARGET_STOP_SAVED:.0%} for <= {TARGET_STOP_LOSS:.0%}{'; ' + bound if bound else ''})"))
         met = all(ok for ok, _ in checks)
         lines.append(f"- **{r['part']} / {r['split']}** ({r['curves']} curves, {r.get('truth_kind')}): " + "; ".join(
             f"{text} {'met' if ok else 'NOT met'}" for ok, text in checks) + (" -> all met" if met else ""))
     return lines
+
+
+def pairs_margin_reading(at_cut: Any) -> str:
+    """Where the order of the levels at the cut is already right on more than ``1 - TARGET_PAIRS_MARGIN`` of the
+    cell's pairs, the margin target asks for more than all of them: out of any forecast's reach (an arithmetic
+    bound); else ""."""
+    if not finite_number(at_cut) or at_cut <= 1.0 - TARGET_PAIRS_MARGIN + 1e-12:
+        return ""
+    return (f"the order at the cut is already right on {at_cut:.0%}: +{TARGET_PAIRS_MARGIN * 100:.0f} points would "
+            "need more than every pair: out of any forecast's reach")
+
+
+def stop_ceiling_reading(ceiling: Any) -> str:
+    """Where stopping every run of each sweep but one at the cut saves less than the target
+    (:func:`pgrpo.fit.decisions.steps_saved_ceiling`, the mean over the cell's sweeps), the saving target is out of
+    any stop rule's reach at that cut, whatever it forecasts; else ""."""
+    if not finite_number(ceiling) or ceiling >= TARGET_STOP_SAVED:
+        return ""
+    return (f"stopping every run but one at the cut saves {100 * ceiling:.0f}%: out of any stop rule's reach at this "
+            "cut")
 
 
 def _panel_note(value: Any, target: float) -> str:

@@ -56,10 +56,11 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "recurring bursts apart)), beside the post-training toolkit's "
              f"DiagnosticsCallback replayed the same way (a read every {toolkit.get('every')} logged steps over its "
              f"last {toolkit.get('window_rows')} rows, its GRPO rules, a stop on one critical (high) insight). "
-             "Logs: " + ", ".join(f"{n} {s}" for s, n in logs_per_split.items()) + ". Two choices were made from its "
+             "Logs: " + ", ".join(f"{n} {s}" for s, n in logs_per_split.items()) + ". Three choices were made from its "
              "planted and dev rows, never the holdout's: no_learning's severity capped by the rise a run has ruled out, "
-             "and no stop on a failure that has ended by the read (docs/live.md); the holdout split is reported "
-             "apart.", "",
+             "no stop on a failure that has ended by the read, and no stop on no_learning or regression while the "
+             "read's forecast plateau (its upper 80% bound) does not exclude the rise or the return to the peak that "
+             "the flag rules out (docs/live.md); the holdout split is reported apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
              f"max({LATENCY_SHARE:.0%} of the run, {LATENCY_READS} reads) is at most 1, a missed run counting as "

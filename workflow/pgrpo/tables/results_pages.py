@@ -16,7 +16,8 @@ from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.diagnose_benchmark import summary_table
 from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
-                                             TARGET_STOP_LOSS, TARGET_STOP_SAVED)
+                                             TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_margin_reading,
+                                             stop_ceiling_reading)
 from pgrpo.tables.live_benchmark import split_table as live_split_table
 from pgrpo.tables.live_benchmark import targets_table as live_targets_table
 from pgrpo.tables.readme import FACTS_FILE, RERUN, facts_digest, fmt, headline_table, one_line, with_spread
@@ -489,9 +490,11 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             panel = c.get("panel_pairs_right")
             panel_reach = finite_number(panel) and panel >= TARGET_PAIRS and (
                 not finite_number(at_cut) or panel - at_cut >= TARGET_PAIRS_MARGIN)
+            arithmetic = pairs_margin_reading(at_cut)
             pairs_text = _target(f"{_pct0(pairs)} · {_pct0(at_cut)}",
                                  finite_number(margin) and pairs >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN,
-                                 _panel_reach(_reach(bound, reach, ".0%"), panel, panel_reach, ".0%"))
+                                 (f"{arithmetic}; " if arithmetic else "")
+                                 + _panel_reach(_reach(bound, reach, ".0%"), panel, panel_reach, ".0%"))
         else:
             pairs_text = "n/a"
         saved, loss = c.get("steps_saved"), c.get("stop_loss_share")
@@ -502,9 +505,10 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             bound_text = (f"hindsight cubic {_pct0(b_saved)} · {fmt(100 * b_loss, '.1f')}%: "
                           + ("in reach" if reach else "out of any forecast's reach")
                           if finite_number(b_saved) and finite_number(b_loss) else "no hindsight cubic in the results")
+            ceiling = stop_ceiling_reading(c.get("steps_saved_ceiling"))
             stop_text = _target(f"{_pct0(saved)} · " + (f"{100 * loss:.1f}%" if finite_number(loss) else "n/a"),
                                 finite_number(loss) and saved >= TARGET_STOP_SAVED and loss <= TARGET_STOP_LOSS,
-                                bound_text)
+                                (f"{ceiling}; " if ceiling else "") + bound_text)
         else:
             stop_text = "n/a"
         cover = c.get("coverage80")
