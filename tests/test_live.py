@@ -763,6 +763,10 @@ def test_no_learning_and_regression_stop_only_where_the_forecast_does_not_expect
         return LiveRead(float(step), {"modes": {mode: verdict}}, forecast)
 
     flat = {"late": 0.5, "net_threshold": 0.1}
+    held = read(10, "no_learning", 0.61, flat)
+    assert held.held_by_forecast == ["no_learning"] and held.to_dict()["held_by_forecast"] == ["no_learning"]
+    assert "no_learning held from a stop" in held.verdict_line()
+    assert "held_by_forecast" not in read(10, "no_learning", 0.6, flat).to_dict()
     rules = StopRules(LiveSettings(stop_on=("no_learning",)))
     assert rules.update(read(10, "no_learning", 0.61, flat)) is None  # the forecast allows a rise: no count
     assert rules.update(read(20, "no_learning", 0.60, flat)) is None  # at the threshold: counts (1)

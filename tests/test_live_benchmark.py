@@ -181,3 +181,16 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
     assert reads["ours"]["settings"]["component_ranges"] == {"f": [0.0, 1.0]}
     assert reads["ours"]["settings"]["reward_range"] is None
     assert reads["toolkit"]["settings"]["component_ranges"] is None
+
+
+def test_the_false_stop_rate_s_exact_interval_is_clopper_pearson_s():
+    """Clopper-Pearson by hand: 0 of n has the upper end 1 - 0.025^(1/n) (0.3085 for n = 10); 1 of 9 the lower end
+    1 - 0.975^(1/9); n of n the lower end 0.025^(1/n). The targets table shows it beside the count."""
+    from pgrpo.live.benchmark import rate_interval
+    from pgrpo.tables.live_benchmark import _interval
+
+    assert rate_interval(0, 10) == (0.0, pytest.approx(1 - 0.025 ** 0.1))
+    lo, hi = rate_interval(1, 9)
+    assert lo == pytest.approx(1 - 0.975 ** (1 / 9)) and 0.45 < hi < 0.5
+    assert rate_interval(5, 5) == (pytest.approx(0.025 ** 0.2), 1.0)
+    assert _interval(1, 9) == " (95%: 0.3-48%)" and _interval(0, 10) == " (95%: 0-31%)" and _interval(0, 0) == ""

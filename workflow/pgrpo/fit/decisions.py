@@ -205,7 +205,8 @@ def score_sweep(plateau_draws: Sequence[np.ndarray], plateau_forecast: Sequence[
         "pairs_right_at_cut": _share_ordered(levels_at_cut, true_final, pairs),
         "brier": brier(p_highest(plateau_draws), true_final),
         "stopped": outcome.stopped, "steps_saved": outcome.steps_saved, "stop_loss_share": outcome.loss_share,
-        "stop_loss_of_best": outcome.loss_of_best, "steps_saved_ceiling": steps_saved_ceiling(len(true_final), fraction),
+        "stop_loss_of_best": outcome.loss_of_best,
+        "steps_saved_ceiling": steps_saved_ceiling(len(true_final), fraction),
     }
 
 

@@ -11,6 +11,9 @@ Per run and failure mode, with ``R`` the read interval in steps (``every`` x the
   rules never flag counting as an infinite latency;
 - **false alarms**: runs labelled no for the mode that some read flags; **false stops**: those the stop rule with
   ``stop_on = [mode]`` stops (target: at most 1 per 10 runs labelled no);
+- **the false-stop rate's 95% interval**: Clopper and Pearson's exact binomial interval for the rate behind
+  ``k`` false stops in ``n`` healthy runs (:func:`rate_interval`): how far a handful of healthy runs pins the rate
+  the target is about;
 - **steps saved**: on a run labelled yes, the share of its steps after the stop, ``(last - stop) / span`` (0 when
   not stopped);
 - **reward lost**: on a false stop, the final reward (mean of the run's last 10% of rows) minus the reward at the
@@ -148,6 +151,19 @@ def _median(values: Sequence[float]) -> float | None:
 
 def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
+
+
+def rate_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper and Pearson's exact interval for a binomial rate from ``k`` events in ``n`` trials: the ``alpha / 2``
+    quantile of Beta(k, n - k + 1) and the ``1 - alpha / 2`` quantile of Beta(k + 1, n - k), 0 and 1 at the ends."""
+    from scipy.stats import beta
+
+    if n <= 0:
+        return (0.0, 1.0)
+    alpha = 1.0 - level
+    lo = 0.0 if k <= 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k >= n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return lo, hi
 
 
 def summary_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

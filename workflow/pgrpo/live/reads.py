@@ -321,8 +321,16 @@ class LiveRead:
                 keys[f"{KEY_PREFIX}{name}"] = float(value)
         return keys
 
+    @property
+    def held_by_forecast(self) -> list[str]:
+        """The :data:`FORECAST_GATED_MODES` flagged at this read whose forecast still expects the rise (or the
+        return to the peak) the flag rules out: no stop counts them here (:func:`forecast_allows_recovery`)."""
+        return [mode for mode in sorted(FORECAST_GATED_MODES)
+                if (self.modes.get(mode) or {}).get("flagged") and forecast_allows_recovery(self, mode)]
+
     def verdict_line(self) -> str:
-        """One line a user reads: the step, the flagged modes, where the run is headed."""
+        """One line a user reads: the step, the flagged modes, where the run is headed (and which flags the
+        forecast holds back from a stop)."""
         summary = (self.diagnosis.get("summary") or {}).get("line") or "no diagnosis"
         plateau = self.plateau
         if isinstance(plateau["mean"], (int, float)):
@@ -337,14 +345,20 @@ class LiveRead:
                          f"{summed['hi80']:.3g}] (80%)")
                 if self.waiting:
                     head += f" ({', '.join(self.waiting)} waits to rise: the sum decides)"
-            head += "" if self.fresh_forecast else f" (forecast at step {self.forecast_step:g})"
+            head += (f" (forecast at step {self.forecast_step:g})"
+                     if not self.fresh_forecast and self.forecast_step is not None else "")
         else:
             head = "no forecast yet" + (f" ({self.forecast.get('message')})" if self.forecast.get("message") else "")
+        held = self.held_by_forecast
+        if held:
+            head += (f"; {' and '.join(held)} held from a stop: the forecast's band still reaches past "
+                     f"{'its threshold' if len(held) == 1 else 'their thresholds'}")
         return f"step {self.step:g}: {summary}; {head}"
 
     def to_dict(self) -> dict[str, Any]:
         return plain({"step": self.step, "modes": self.modes, "plateau": self.plateau, "t90": self.t90,
                       "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors,
+                      **({"held_by_forecast": self.held_by_forecast} if self.held_by_forecast else {}),
                       **({"level": self.level} if self.level is not None else {})})
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.live.benchmark import FALSE_STOP_RATE, LATENCY_READS, LATENCY_SHARE, RULE_SETS, SPLITS
+from pgrpo.live.benchmark import FALSE_STOP_RATE, LATENCY_READS, LATENCY_SHARE, RULE_SETS, SPLITS, rate_interval
 from pgrpo.tables.render import finite_number, markdown_table
 
 HEADERS = ["mode", "rule set", "detected", "median latency: steps · reads · share of run", "latency target",
@@ -81,9 +81,18 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
     return "\n".join(lines)
 
 
+def _interval(k: int, n: int) -> str:
+    """`` (95%: lo-hi%)``, the exact interval of the rate behind ``k`` events in ``n`` runs
+    (:func:`pgrpo.live.benchmark.rate_interval`); "" without a run."""
+    if not n:
+        return ""
+    lo, hi = rate_interval(int(k), int(n))
+    return f" (95%: {100 * lo:.{0 if lo == 0 or lo >= 0.01 else 1}f}-{100 * hi:.0f}%)"
+
+
 def targets_table(records: Sequence[Mapping[str, Any]]) -> str:
     """Per split and rule set: in how many modes each target is met (of the modes it could be judged on), and the
-    ``all`` row's detected, median latency, false stops and steps saved."""
+    ``all`` row's detected, median latency, false stops (with the rate's exact 95% interval) and steps saved."""
     rows = []
     for split in SPLITS:
         for rule_set in RULE_SETS:
@@ -96,9 +105,11 @@ def targets_table(records: Sequence[Mapping[str, Any]]) -> str:
             stops = [r["false_stop_met"] for r in modes if r["false_stop_met"] is not None and r["covered"]]
             rows.append([split, rule_set, f"{sum(latency)}/{len(latency)}", f"{sum(stops)}/{len(stops)}",
                          f"{total['detected']}/{total['failed']}", _num(total["median_latency_share"], "+.0%"),
-                         f"{total['false_stops']}/{total['healthy']}", _met(total["false_stop_met"]),
-                         _num(total["saved_share"], ".0%")])
+                         f"{total['false_stops']}/{total['healthy']}"
+                         + _interval(total["false_stops"], total["healthy"]),
+                         _met(total["false_stop_met"]), _num(total["saved_share"], ".0%")])
     return markdown_table(["split", "rule set", "latency target met (modes)", "false-stop target met (modes)",
-                           "all: detected", "all: median latency (share of run)", "all: false stops",
+                           "all: detected", "all: median latency (share of run)",
+                           "all: false stops (the rate's exact 95% interval)",
                            "all: false-stop target", "all: steps saved"], rows,
                           align=["l", "l"] + ["r"] * 7)
