@@ -784,3 +784,16 @@ def test_no_learning_and_regression_stop_only_where_the_forecast_does_not_expect
     rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
     assert rules.update(read(10, "degeneracy", 0.99, flat)) is None
     assert rules.update(read(20, "degeneracy", 0.99, flat)) is not None
+
+
+def test_replay_json_names_the_flags_the_forecast_holds_back(tmp_path, repo_root):
+    """A public GSM8K run whose correctness sits near 90% from the start and whose rise comes later
+    (``dshah02_*``, dev, labelled healthy): ``no_learning`` is flagged at medium severity from step 80 while the
+    forecast's band still reaches past the rise threshold, so ``stop_on=["no_learning"]`` does not stop it, and the
+    replay's JSON names the held flag at each such read (every one of them flagged at that read)."""
+    log = repo_root / "benchmarks" / "forecast" / "data" / "dshah02_qwen25_7b_gsm8k_skill_mi.json"
+    result = run_replay(str(log), stop_on=("no_learning",), quiet=True)
+    held = [r for r in result["reads"] if r.get("held_by_forecast")]
+    assert held and result["stopped"] is None
+    assert all(r["modes"]["no_learning"]["flagged"] for r in held)
+    assert any(r["modes"]["no_learning"]["severity"] in ("medium", "high") for r in held)

@@ -153,7 +153,8 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                                                         for m, v in r.modes.items()},
                              "plateau": r.plateau, "t90": r.t90, "forecast_step": r.forecast_step,
                              "seconds": r.seconds, "errors": r.errors,
-                             **({"plateau_summed": r.summed_plateau} if r.summed_plateau else {})}
+                             **({"plateau_summed": r.summed_plateau} if r.summed_plateau else {}),
+                             **({"held_by_forecast": r.held_by_forecast} if r.held_by_forecast else {})}
                             for r in reads],
                   "first_flagged": first_flagged, "alerts": alerts,
                   "stopped": ({k: stopped[k] for k in ("step", "read_step", "mode", "reason", "onset_step",
