@@ -4,7 +4,7 @@
 For each real dev reward curve cut at f = 0.25: its early window smoothed (a moving average of an eighth of its
 points) and sampled at nine points from 20% to 100% of the cut, the level at the cut (persistence's forecast in
 ``results/forecast/benchmark.csv``) subtracted, divided by a scale (the window's noise s.d. from its first
-differences, or its span). The nearest dev curves by that shape (RMS distance), other authors' only, each carry
+differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, or its span). The nearest dev curves by that shape (RMS distance), other authors' only, each carry
 their own later rise in the same units (the denoised reference's plateau minus their level at the cut); the median
 of ``k`` of them, scaled back, is the forecast. Scored as the benchmark scores the plateau: the median over the
 curves whose truth moves of |forecast - true plateau| / |level at the cut - true plateau|, beside the forecaster's
@@ -24,6 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from pgrpo.fit.intervals import robust_noise_sd  # noqa: E402
 from pgrpo.stages.forecast_benchmark import real_corpus  # noqa: E402
 
 FRACTION = 0.25
@@ -50,7 +51,7 @@ def early_shapes(benchmark_csv: Path, data_dir: Path) -> list[dict]:
                     "true": forecaster.loc[curve.id, "plateau_true"],
                     "forecast": forecaster.loc[curve.id, "plateau_forecast"],
                     "moves": forecaster.loc[curve.id, "truth_moves"] > 0, "shape": shape,
-                    "noise": np.median(np.abs(np.diff(values))) / 0.6745 / np.sqrt(2) + 1e-12,
+                    "noise": max(robust_noise_sd(values), 1e-12),
                     "span": float(np.ptp(smooth)) + 1e-12})
     return out
 

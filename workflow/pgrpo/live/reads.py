@@ -356,9 +356,10 @@ class LiveRead:
         return f"step {self.step:g}: {summary}; {head}"
 
     def to_dict(self) -> dict[str, Any]:
+        held = self.held_by_forecast
         return plain({"step": self.step, "modes": self.modes, "plateau": self.plateau, "t90": self.t90,
                       "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors,
-                      **({"held_by_forecast": self.held_by_forecast} if self.held_by_forecast else {}),
+                      **({"held_by_forecast": held} if held else {}),
                       **({"level": self.level} if self.level is not None else {})})
 
 
@@ -514,7 +515,9 @@ def forecast_allows_recovery(read: "LiveRead", mode: str) -> bool:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """Whether ``value`` is a finite number (:func:`_number`, and not NaN or infinite)."""
+    number = _number(value)
+    return number is not None and math.isfinite(number)
 
 
 class StopRules:
