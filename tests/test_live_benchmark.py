@@ -167,14 +167,22 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
     cases = planted_logs(corpus.SEED)
     monkeypatch.setattr(corpus, "planted_logs", lambda seed: {k: cases[k] for k in ("planted_healthy",
                                                                                      "planted_stuck_at_zero")})
+    held = next(k for k in keep if labels[k]["split"] == "holdout")  # the blind batch: the holdout log alone
+    (data / "batches.json").write_text(json.dumps({"blind": {"name": "a test's batch", "logs": [held]}}))
     result = run_live_benchmark(str(tmp_path / "out"), str(data), forecast_every=0)
-    assert result["logs_per_split"] == {"planted": 2, "dev": 1, "holdout": 1}
+    assert result["logs_per_split"] == {"planted": 2, "dev": 1, "holdout": 1, "blind batch": 1}
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    by_group = {g: [{k: v for k, v in r.items() if k != "split"} for r in summary["records"] if r["split"] == g]
+                for g in ("holdout", "blind batch")}
+    assert by_group["blind batch"] and by_group["blind batch"] == by_group["holdout"]  # the same one log
+    assert summary["settings"]["blind_batch"] == "a test's batch"
     stuck = next(r for r in summary["records"] if r["split"] == "planted" and r["rule_set"] == "ours"
                  and r["mode"] == "degeneracy")
     assert stuck["failed"] == 1 and stuck["stopped"] == 1 and stuck["latency_met"] is True
     table = (tmp_path / "out" / "table.md").read_text()
     assert "## holdout (held out" in table and "| degeneracy | toolkit |" in table
+    assert "## blind batch (the logs added after the rules last changed" in table
+    assert "(1 of the dev and holdout logs the blind batch, a test's batch:" in table
     assert summary["settings"]["reads"]["ours"] >= 3 and summary["settings"]["reads"]["toolkit"] >= 3
     # ours is told the declared function ranges (for its summed forecast), not the summed range; the toolkit neither
     reads = json.loads((tmp_path / "out" / "reads" / f"{first[:-5]}.json").read_text())
@@ -194,3 +202,18 @@ def test_the_false_stop_rate_s_exact_interval_is_clopper_pearson_s():
     assert lo == pytest.approx(1 - 0.975 ** (1 / 9)) and 0.45 < hi < 0.5
     assert rate_interval(5, 5) == (pytest.approx(0.025 ** 0.2), 1.0)
     assert _interval(1, 9) == " (95%: 0.3-48%)" and _interval(0, 10) == " (95%: 0-31%)" and _interval(0, 0) == ""
+
+
+def test_a_blind_batch_naming_an_unlabelled_log_is_an_input_error_that_names_it(tmp_path):
+    """batches.json may only name labelled logs, and needs a name and a logs list; none at all: no blind batch."""
+    from pgrpo.errors import InputError
+    from pgrpo.stages.diagnose_benchmark import blind_batch
+
+    assert blind_batch(tmp_path) == (None, frozenset())
+    (tmp_path / "batches.json").write_text(json.dumps({"blind": {"name": "b", "logs": ["a.json", "ghost.json"]}}))
+    assert blind_batch(tmp_path) == ("b", frozenset({"a.json", "ghost.json"}))
+    with pytest.raises(InputError, match="'ghost.json', which labels.json does not"):
+        blind_batch(tmp_path, {"a.json": {}})
+    (tmp_path / "batches.json").write_text(json.dumps({"blind": {"logs": ["a.json"]}}))
+    with pytest.raises(InputError, match="'blind' needs a 'name' and a 'logs' list"):
+        blind_batch(tmp_path)

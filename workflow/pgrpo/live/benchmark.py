@@ -40,6 +40,11 @@ from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 SPLITS: tuple[str, ...] = ("planted", "dev", "holdout")
+#: the pseudo-split of the logs added after the rules last changed (dev and holdout alike: nothing was chosen on any
+#: of them), ``blind`` in their rows (``benchmarks/forecast/data/batches.json``)
+BLIND = "blind batch"
+#: the splits and the blind batch, in the order the tables show them
+GROUPS: tuple[str, ...] = (*SPLITS, BLIND)
 #: the post-training toolkit's DiagnosticsCallback: every 10 logged steps, over its last 200 rows
 TOOLKIT_EVERY, TOOLKIT_WINDOW = 10, 200
 #: the targets of issue 20: latency in units of max(10% of the run, 3 reads); false stops per healthy run
@@ -97,9 +102,10 @@ def reward_lost(steps: np.ndarray, rewards: np.ndarray, stop_step: float) -> flo
 
 def run_rows(name: str, split: str, labels: Mapping[str, Mapping[str, Any]], rule_set: str,
              reads: Sequence[LiveRead], settings: LiveSettings, stoppable: int, steps: np.ndarray,
-             rewards: np.ndarray, lag_reads: int | None = None) -> list[dict[str, Any]]:
+             rewards: np.ndarray, lag_reads: int | None = None, blind: bool = False) -> list[dict[str, Any]]:
     """One row per mode (and ``all``) of one run under one rule set (module docstring); the stops land
-    ``lag_reads`` reads after the read that decided (:func:`first_stop`; None: :func:`default_lag_reads`)."""
+    ``lag_reads`` reads after the read that decided (:func:`first_stop`; None: :func:`default_lag_reads`);
+    ``blind``: the run is one of the blind batch (:data:`BLIND`)."""
     lag_reads = default_lag_reads(rule_set) if lag_reads is None else int(lag_reads)
     steps = np.asarray(steps, float)
     first, last = float(steps[0]), float(steps[-1])
@@ -108,7 +114,8 @@ def run_rows(name: str, split: str, labels: Mapping[str, Mapping[str, Any]], rul
     read_interval = settings.every * interval
     allowance = max(LATENCY_SHARE * span, LATENCY_READS * read_interval)
     base = {"log": name, "split": split, "rule_set": rule_set, "first_step": first, "last_step": last,
-            "read_interval": read_interval, "allowance": allowance, "reads": len(reads), "lag_reads": lag_reads}
+            "read_interval": read_interval, "allowance": allowance, "reads": len(reads), "lag_reads": lag_reads,
+            "blind": bool(blind)}
     rows = []
     for mode in (*MODES, "all"):
         if mode == "all":
@@ -166,16 +173,21 @@ def rate_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
+def in_group(row: Mapping[str, Any], group: str) -> bool:
+    """Whether a row counts in ``group``: its split, or :data:`BLIND` for a run of the blind batch."""
+    return bool(row.get("blind")) if group == BLIND else row["split"] == group
+
+
 def summary_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per split, rule set and mode: failed runs, detected, stopped, the median latency (steps, reads, share of the
-    run) and whether the latency target is met; healthy runs, false alarms and stops per healthy run and whether
-    the false-stop target is met; the mean share of steps saved on failed runs; the mean reward lost on false
-    stops."""
+    """Per split (and the blind batch, :data:`GROUPS`), rule set and mode: failed runs, detected, stopped, the
+    median latency (steps, reads, share of the run) and whether the latency target is met; healthy runs, false
+    alarms and stops per healthy run and whether the false-stop target is met; the mean share of steps saved on
+    failed runs; the mean reward lost on false stops."""
     records = []
-    for split in SPLITS:
+    for split in GROUPS:
         for rule_set in RULE_SETS:
             for mode in (*MODES, "all"):
-                part = [r for r in rows if r["split"] == split and r["rule_set"] == rule_set and r["mode"] == mode]
+                part = [r for r in rows if in_group(r, split) and r["rule_set"] == rule_set and r["mode"] == mode]
                 if not part:
                     continue
                 failed = [r for r in part if r["label"] is True]

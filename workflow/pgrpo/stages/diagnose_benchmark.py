@@ -37,6 +37,8 @@ from pgrpo.tables.diagnose_benchmark import benchmark_markdown
 DEFAULT_DATA_DIR = "benchmarks/forecast/data"
 #: the reward ranges the logs' sources state (per log file: ``reward_range`` and ``reward_function_ranges``)
 DECLARED_RANGES = "ranges.json"
+#: the blind batch: the logs added after the live and diagnose rules last changed (nothing chosen on them)
+BLIND_BATCH = "batches.json"
 #: labels of the modes added after ``labels.json`` was written (oscillation, length_collapse, length_hacking)
 EXTRA_LABELS = "benchmarks/diagnose/labels_new_modes.json"
 
@@ -53,6 +55,26 @@ def write_planted(out: Path) -> list[dict[str, Any]]:
         runs.append({"name": name, "path": path, "split": "planted", "labels": case["labels"], "meta": case["meta"]})
     write_json(folder / "labels.json", labels)
     return runs
+
+
+def blind_batch(data_dir: str | Path, labelled: Any = None) -> tuple[str | None, frozenset[str]]:
+    """The blind batch ``data_dir/batches.json`` names (``{"blind": {"name", "rules_frozen_at", "logs": [file,
+    ...]}}``): the logs added after the rules last changed, on which nothing has been chosen, whatever their split.
+    Returns its name and files; no file: ``(None, frozenset())``. A file it names that ``labelled`` (the labelled
+    files, when given) lacks, or an entry without ``name`` or ``logs``, is an input error naming it."""
+    path = Path(data_dir) / BLIND_BATCH
+    if not path.is_file():
+        return None, frozenset()
+    blind = json.loads(path.read_text()).get("blind")
+    if blind is None:
+        return None, frozenset()
+    if not isinstance(blind, dict) or not blind.get("name") or not isinstance(blind.get("logs"), list):
+        raise InputError(f"diagnose benchmark: {path}: 'blind' needs a 'name' and a 'logs' list")
+    logs = frozenset(blind["logs"])
+    unknown = sorted(logs - set(labelled)) if labelled is not None else []
+    if unknown:
+        raise InputError(f"diagnose benchmark: {path}: 'blind' names '{unknown[0]}', which labels.json does not")
+    return str(blind["name"]), logs
 
 
 def declared_ranges(data_dir: str | Path) -> dict[str, dict[str, Any]]:
@@ -87,6 +109,7 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
     labels = json.loads(labels_path.read_text())
     extra = json.loads(Path(extra_labels).read_text()) if extra_labels and Path(extra_labels).is_file() else {}
     ranges = declared_ranges(data_dir)
+    _, blind = blind_batch(data_dir, labels)
     runs = []
     for file, entry in sorted(labels.items()):
         entry = {**{m: {"label": None, "onset_step": None, "reason": "not labelled"} for m in MODES
@@ -104,7 +127,7 @@ def real_runs(data_dir: str | Path, extra_labels: str | Path | None = EXTRA_LABE
         if declared.get("reward_function_ranges"):
             meta["reward_function_ranges"] = {fn: list(r) for fn, r in declared["reward_function_ranges"].items()}
         runs.append({"name": file[:-5], "path": path, "split": entry["split"],
-                     "labels": {m: entry[m] for m in MODES}, "meta": meta})
+                     "labels": {m: entry[m] for m in MODES}, "meta": meta, "blind": file in blind})
     return runs
 
 

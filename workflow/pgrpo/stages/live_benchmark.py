@@ -28,10 +28,10 @@ import pandas as pd
 
 from pgrpo.atomic import write_csv, write_json, write_text
 from pgrpo.diagnose.planted import SEED
-from pgrpo.live.benchmark import RULE_SETS, SPLITS, live_settings, run_rows, summary_records
+from pgrpo.live.benchmark import GROUPS, RULE_SETS, in_group, live_settings, run_rows, summary_records
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, training_steps
 from pgrpo.stages.diagnose import log_curves
-from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, real_runs, write_planted
+from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, blind_batch, real_runs, write_planted
 from pgrpo.stages.live import replay_curves
 from pgrpo.tables.live_benchmark import benchmark_markdown
 
@@ -51,7 +51,7 @@ def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[li
         seconds = time.perf_counter() - started
         stoppable = len(training_steps(curves)) // settings.every
         rows += run_rows(run["name"], run["split"], run["labels"], rule_set, replay["_reads"], settings, stoppable,
-                         steps, rewards)
+                         steps, rewards, blind=bool(run.get("blind")))
         reads_out[rule_set] = {"settings": settings.to_dict(), "seconds": seconds,
                                "reads": [r.to_dict() for r in replay["_reads"]]}
     return rows, reads_out
@@ -78,8 +78,9 @@ def run_live_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR, every: in
         if progress:
             progress(run["name"])
     records = summary_records(rows)
-    logs_per_split = {s: len({r["log"] for r in rows if r["split"] == s}) for s in SPLITS}
+    logs_per_split = {s: len({r["log"] for r in rows if in_group(r, s)}) for s in GROUPS}
     settings = {"every": every, "forecast_every": forecast_every, "seed": SEED,
+                "blind_batch": blind_batch(data_dir)[0],
                 "toolkit": live_settings("toolkit").to_dict(),
                 "ms_per_read": {r: 1000 * seconds[r] / reads[r] if reads[r] else None for r in RULE_SETS},
                 "reads": reads}

@@ -451,7 +451,8 @@ def live_benchmark_facts(summary_json: str) -> dict:
         records.append({k: record[k] for k in LIVE_BENCHMARK_FIELDS})
     settings = data.get("settings") or {}
     return {"records": records, "logs_per_split": dict(data.get("logs_per_split") or {}),
-            "every": settings.get("every"), "forecast_every": settings.get("forecast_every")}
+            "every": settings.get("every"), "forecast_every": settings.get("forecast_every"),
+            "blind_batch": settings.get("blind_batch")}
 
 
 def collect_facts(symbolic_json: str | None = None, calibration_json: str | None = None,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.live.benchmark import FALSE_STOP_RATE, LATENCY_READS, LATENCY_SHARE, RULE_SETS, SPLITS, rate_interval
+from pgrpo.live.benchmark import (BLIND, FALSE_STOP_RATE, GROUPS, LATENCY_READS, LATENCY_SHARE, RULE_SETS, SPLITS,
+                                  rate_interval)
 from pgrpo.tables.render import finite_number, markdown_table
 
 HEADERS = ["mode", "rule set", "detected", "median latency: steps · reads · share of run", "latency target",
@@ -44,6 +45,17 @@ def split_table(records: Sequence[Mapping[str, Any]], split: str) -> str:
     return markdown_table(HEADERS, rows, align=["l", "l"] + ["r"] * (len(HEADERS) - 2))
 
 
+def logs_sentence(logs_per_split: Mapping[str, int], blind_name: str | None = None) -> str:
+    """"24 planted logs, 97 dev logs, 57 holdout logs (20 of the dev and holdout logs the blind batch, NAME: added
+    after the rules last changed)", the blind clause only where there is one."""
+    text = ", ".join(f"{n} {s} logs" for s, n in logs_per_split.items() if s in SPLITS)
+    blind = logs_per_split.get(BLIND)
+    if blind:
+        text += (f" ({blind} of the dev and holdout logs the blind batch" + (f", {blind_name}" if blind_name else "")
+                 + ": added after the rules last changed, nothing chosen on them)")
+    return text
+
+
 def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Mapping[str, int],
                        settings: Mapping[str, Any]) -> str:
     """``table.md``: what was replayed and how, the targets, and a table per split (holdout last, apart)."""
@@ -56,7 +68,7 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "recurring bursts apart)), beside the post-training toolkit's "
              f"DiagnosticsCallback replayed the same way (a read every {toolkit.get('every')} logged steps over its "
              f"last {toolkit.get('window_rows')} rows, its GRPO rules, a stop on one critical (high) insight). "
-             "Logs: " + ", ".join(f"{n} {s}" for s, n in logs_per_split.items()) + ". Three choices were made from its "
+             "Logs: " + logs_sentence(logs_per_split, settings.get("blind_batch")) + ". Three choices were made from its "
              "planted and dev rows, never the holdout's: no_learning's severity capped by the rise a run has ruled out, "
              "no stop on a failure that has ended by the read, and no stop on no_learning or regression while the "
              "read's forecast plateau (its upper 80% bound) does not exclude the rise or the return to the peak that "
@@ -69,11 +81,12 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "steps after its stop (0 if not stopped). *Reward lost*: on false stops, the mean of (final reward - "
              "reward at the stop) over the run's reward range. `all`: any mode (stop_on every mode); failed: any "
              "mode labelled yes, healthy: none.", ""]
-    for split in SPLITS:
+    notes = {"holdout": " (held out: never used to choose anything)",
+             BLIND: " (the logs added after the rules last changed, dev and holdout alike: a blind test)"}
+    for split in GROUPS:
         if not logs_per_split.get(split):
             continue
-        lines += [f"## {split}" + (" (held out: never used to choose anything)" if split == "holdout" else ""), "",
-                  split_table(records, split).rstrip("\n"), ""]
+        lines += [f"## {split}{notes.get(split, '')}", "", split_table(records, split).rstrip("\n"), ""]
     ms = settings.get("ms_per_read") or {}
     lines += [f"Replay cost (wall clock, this machine): {_num(ms.get('ours'), '.0f')} ms per read of ours (diagnose "
               f"every read, forecast every {settings['forecast_every']} reads), {_num(ms.get('toolkit'), '.0f')} ms "
@@ -91,10 +104,10 @@ def _interval(k: int, n: int) -> str:
 
 
 def targets_table(records: Sequence[Mapping[str, Any]]) -> str:
-    """Per split and rule set: in how many modes each target is met (of the modes it could be judged on), and the
+    """Per split (and the blind batch) and rule set: in how many modes each target is met (of the modes it could be judged on), and the
     ``all`` row's detected, median latency, false stops (with the rate's exact 95% interval) and steps saved."""
     rows = []
-    for split in SPLITS:
+    for split in GROUPS:
         for rule_set in RULE_SETS:
             part = [r for r in records if r["split"] == split and r["rule_set"] == rule_set]
             total = next((r for r in part if r["mode"] == "all"), None)

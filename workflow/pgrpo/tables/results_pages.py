@@ -19,6 +19,7 @@ from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, T
                                              TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_margin_reading,
                                              stop_ceiling_reading)
 from pgrpo.tables.live_benchmark import split_table as live_split_table
+from pgrpo.tables.live_benchmark import logs_sentence as live_logs_sentence
 from pgrpo.tables.live_benchmark import targets_table as live_targets_table
 from pgrpo.tables.readme import FACTS_FILE, RERUN, facts_digest, fmt, headline_table, one_line, with_spread
 from pgrpo.tables.render import finite_number, markdown_table
@@ -570,7 +571,7 @@ def _live_benchmark(live: Mapping[str, Any]) -> list[str]:
     logs = live.get("logs_per_split") or {}
     return [f"The live callback replayed as if live with `pgrpo replay`'s code path (a read every {live.get('every')} "
             f"logged steps, the forecast at every {live.get('forecast_every')} reads) over "
-            + ", ".join(f"{n} {split} logs" for split, n in logs.items())
+            + live_logs_sentence(logs, live.get("blind_batch"))
             + ", beside the post-training toolkit's DiagnosticsCallback replayed the same way (every 10 logged "
             "steps, its 200-row window, a stop on one critical insight) (`results/live_benchmark/table.md`, per "
             "log and mode in `table.csv`). Issue 20's targets: median detection latency at most max(10% of the run, "

@@ -103,7 +103,10 @@ def _live_benchmark(args):
     with tqdm(desc="live benchmark", unit="log", file=sys.stderr) as bar:
         result = live_benchmark.run_live_benchmark(args.out, args.data_dir, args.every, args.forecast_every,
                                                    progress=lambda _: bar.update())
-    print(f"pgrpo live-benchmark: {sum(result['logs_per_split'].values())} logs -> {args.out}/table.md")
+    from pgrpo.live.benchmark import SPLITS
+
+    logs = sum(n for split, n in result["logs_per_split"].items() if split in SPLITS)
+    print(f"pgrpo live-benchmark: {logs} logs -> {args.out}/table.md")
 
 
 def _replay(args):
