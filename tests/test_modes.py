@@ -618,6 +618,31 @@ def test_benchmark_scoring_by_hand():
     assert (c["onset_ok"], c["onset_n"]) == (0, 1)  # |42 - 30| = 12 > 10
 
 
+def test_benchmark_counts_the_blind_batch_apart_across_splits():
+    """The blind batch's records count its logs whatever their split: here one dev log and one holdout log of
+    three, so its counts are the sum of those two logs' and its logs 2 (by hand: the flags below)."""
+    from pgrpo.diagnose.benchmark import BLIND, rows_for, summary_records
+
+    report = {"first_step": 0, "last_step": 100, "n_steps": 101}
+
+    def reports(flagged):
+        modes = {m: {"flagged": m == flagged, "onset_step": 40 if m == flagged else None,
+                     "verdict": "flagged" if m == flagged else "not flagged"} for m in MODES}
+        return {"ours": {**report, "modes": modes}, "toolkit": {**report, "modes": modes}}
+
+    def labels(yes):
+        return {m: {"label": m == yes, "onset_step": 40 if m == yes else None, "reason": ""} for m in MODES}
+
+    rows = (rows_for("a", "dev", labels("hacking"), reports("hacking"), blind=True)  # found
+            + rows_for("b", "dev", labels("hacking"), reports(None))  # missed, not blind
+            + rows_for("c", "holdout", labels(None), reports("degeneracy"), blind=True))  # a false flag
+    by = {(r["split"], r["rule_set"], r["mode"]): r for r in summary_records(rows)}
+    blind = by[(BLIND, "ours", "all")]
+    assert blind["logs"] == 2 and (blind["tp"], blind["fn"], blind["fp"]) == (1, 0, 1)
+    assert (by[("dev", "ours", "all")]["tp"], by[("dev", "ours", "all")]["fn"]) == (1, 1)
+    assert by[("holdout", "ours", "all")]["logs"] == 1
+
+
 def test_benchmark_refuses_a_label_file_naming_a_missing_log(tmp_path):
     from pgrpo.stages.diagnose_benchmark import run_diagnose_benchmark
 

@@ -20,6 +20,16 @@ from pgrpo.diagnose.modes.record import MODES
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 SPLITS: tuple[str, ...] = ("planted", "dev", "holdout")
+#: the pseudo-split of the logs added after the rules last changed (dev and holdout alike: nothing was chosen on any
+#: of them), ``blind`` in their rows (``benchmarks/forecast/data/batches.json``)
+BLIND = "blind batch"
+#: the splits and the blind batch, in the order the tables show them
+GROUPS: tuple[str, ...] = (*SPLITS, BLIND)
+
+
+def in_group(row: Mapping[str, Any], group: str) -> bool:
+    """Whether a row counts in ``group``: its split, or :data:`BLIND` for a run of the blind batch."""
+    return bool(row.get("blind")) if group == BLIND else row["split"] == group
 
 
 def meta_from_notes(notes: str) -> dict:
@@ -62,14 +72,14 @@ def episode_overlap(labelled: Sequence[Mapping[str, Any]], found: Sequence[Mappi
 
 
 def rows_for(name: str, split: str, labels: Mapping[str, Mapping[str, Any]],
-             reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+             reports: Mapping[str, Mapping[str, Any]], blind: bool = False) -> list[dict[str, Any]]:
     """One row per mode: the label, and per rule set its flag, onset, verdict, whether the flag matches the label
-    and whether the onset is within tolerance."""
+    and whether the onset is within tolerance; ``blind``: the log is one of the blind batch (:data:`BLIND`)."""
     rows = []
     tol = onset_tolerance(reports[RULE_SETS[0]])
     for mode in MODES:
         label = labels[mode]
-        row = {"log": name, "split": split, "mode": mode, "label": label["label"],
+        row = {"log": name, "split": split, "blind": bool(blind), "mode": mode, "label": label["label"],
                "label_onset": label["onset_step"], "label_reason": label["reason"], "onset_tolerance": tol}
         for rule_set in RULE_SETS:
             verdict = reports[rule_set]["modes"][mode]
@@ -114,11 +124,11 @@ def counts(rows: Sequence[Mapping[str, Any]], rule_set: str) -> dict[str, int]:
 
 
 def summary_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per split, rule set and mode (and ``all`` modes): the counts, the split's number of logs, and whether the rule
-    set has a rule for the mode (``covered``: some verdict of it ran)."""
+    """Per split (and the blind batch, :data:`GROUPS`), rule set and mode (and ``all`` modes): the counts, the
+    split's number of logs, and whether the rule set has a rule for the mode (``covered``: some verdict of it ran)."""
     records = []
-    for split in SPLITS:
-        part = [r for r in rows if r["split"] == split]
+    for split in GROUPS:
+        part = [r for r in rows if in_group(r, split)]
         if not part:
             continue
         logs = len({r["log"] for r in part})

@@ -35,16 +35,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from pgrpo.diagnose.benchmark import BLIND, GROUPS, SPLITS, in_group  # noqa: F401 (the live tables' groups too)
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead, LiveSettings, StopRules
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
-SPLITS: tuple[str, ...] = ("planted", "dev", "holdout")
-#: the pseudo-split of the logs added after the rules last changed (dev and holdout alike: nothing was chosen on any
-#: of them), ``blind`` in their rows (``benchmarks/forecast/data/batches.json``)
-BLIND = "blind batch"
-#: the splits and the blind batch, in the order the tables show them
-GROUPS: tuple[str, ...] = (*SPLITS, BLIND)
+
 #: the post-training toolkit's DiagnosticsCallback: every 10 logged steps, over its last 200 rows
 TOOLKIT_EVERY, TOOLKIT_WINDOW = 10, 200
 #: the targets of issue 20: latency in units of max(10% of the run, 3 reads); false stops per healthy run
@@ -171,11 +167,6 @@ def rate_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     lo = 0.0 if k <= 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k >= n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lo, hi
-
-
-def in_group(row: Mapping[str, Any], group: str) -> bool:
-    """Whether a row counts in ``group``: its split, or :data:`BLIND` for a run of the blind batch."""
-    return bool(row.get("blind")) if group == BLIND else row["split"] == group
 
 
 def summary_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

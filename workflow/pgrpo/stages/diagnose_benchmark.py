@@ -25,7 +25,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from pgrpo.atomic import write_csv, write_json, write_text
-from pgrpo.diagnose.benchmark import RULE_SETS, SPLITS, meta_from_notes, rows_for, summary_records
+from pgrpo.diagnose.benchmark import GROUPS, RULE_SETS, in_group, meta_from_notes, rows_for, summary_records
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.planted import SEED, planted_logs
 from pgrpo.diagnose.readouts.report import diagnose_curves
@@ -145,12 +145,12 @@ def run_diagnose_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR,
                    for rule_set in RULE_SETS}
         write_json(out / "verdicts" / f"{run['name']}.json",
                    {r: {"summary": reports[r]["summary"], "modes": reports[r]["modes"]} for r in RULE_SETS})
-        rows += rows_for(run["name"], run["split"], run["labels"], reports)
+        rows += rows_for(run["name"], run["split"], run["labels"], reports, blind=bool(run.get("blind")))
         if progress:
             progress(run["name"])
     records = summary_records(rows)
     write_csv(out / "table.csv", pd.DataFrame(rows))
     write_csv(out / "summary.csv", pd.DataFrame(records))
-    logs_per_split = {s: len({r["log"] for r in rows if r["split"] == s}) for s in SPLITS}
+    logs_per_split = {s: len({r["log"] for r in rows if in_group(r, s)}) for s in GROUPS}
     write_text(out / "table.md", benchmark_markdown(records, rows, logs_per_split, SEED))
     return {"records": records, "rows": rows, "logs_per_split": logs_per_split}

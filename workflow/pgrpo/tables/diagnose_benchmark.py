@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from pgrpo.diagnose.benchmark import RULE_SETS, SPLITS
+from pgrpo.diagnose.benchmark import BLIND, GROUPS, RULE_SETS
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.tables.render import markdown_table
 
@@ -26,7 +26,7 @@ def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
     headers = ["split", "rule set"] + [SHORT[m] for m in MODES] + ["all modes: recall", "precision", "onset ok",
                                                                    "episode overlap"]
     rows = []
-    for split in SPLITS:
+    for split in GROUPS:
         for rule_set in RULE_SETS:
             total = by.get((split, rule_set, "all"))
             if total is None:
@@ -82,7 +82,10 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapp
     return "\n".join([
         "# pgrpo diagnose: ours vs the post-training toolkit's GRPO rules", "",
         f"{logs_per_split.get('planted', 0)} planted logs (seed {seed}), {logs_per_split.get('dev', 0)} real dev "
-        f"logs, {logs_per_split.get('holdout', 0)} real holdout logs. Per mode: found/labelled yes · false flags "
+        f"logs, {logs_per_split.get('holdout', 0)} real holdout logs"
+        + (f" ({logs_per_split[BLIND]} of the real logs the blind batch: added after the rules last changed, dev "
+           "and holdout alike, nothing chosen on them; its rows count them apart)" if logs_per_split.get(BLIND) else "")
+        + ". Per mode: found/labelled yes · false flags "
         "(n/a: the rule set has no rule for the mode). Onset within max(10% of the step span, 2 logging intervals) "
         "of the labelled one; episode overlap: mean intersection over union of the labelled and flagged episodes' steps, "
         "over the labels that list episodes.", "", summary_table(records), "",

@@ -560,8 +560,7 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
     logs = {r["split"]: r["logs"] for r in records if r["mode"] == "all"}
     return ["`pgrpo diagnose` with our rules and with the post-training toolkit's (`results/diagnose_benchmark/"
-            "table.md`, per log and mode in `table.csv`), on " + ", ".join(f"{n} {split} logs" for split, n in
-                                                                         logs.items())
+            "table.md`, per log and mode in `table.csv`), on " + live_logs_sentence(logs)
             + " (labelled ones per mode); per mode found/labelled yes · false flags (n/a: no rule for the mode); "
             "onset within max(10% of the step span, 2 logging intervals) of the label:", "",
             summary_table(records).rstrip("\n"), ""]
