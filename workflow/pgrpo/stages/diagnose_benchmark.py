@@ -39,6 +39,8 @@ DEFAULT_DATA_DIR = "benchmarks/forecast/data"
 DECLARED_RANGES = "ranges.json"
 #: the blind batch: the logs added after the live and diagnose rules last changed (nothing chosen on them)
 BLIND_BATCH = "batches.json"
+#: the corpus folder's files that are not logs
+CORPUS_META_FILES = ("labels.json", DECLARED_RANGES, BLIND_BATCH)
 #: labels of the modes added after ``labels.json`` was written (oscillation, length_collapse, length_hacking)
 EXTRA_LABELS = "benchmarks/diagnose/labels_new_modes.json"
 

@@ -38,7 +38,7 @@ from pgrpo.fit.family_oracle import BanditSetting
 from pgrpo.fit.forecaster import ForecasterSettings, RunContext
 from pgrpo.fit.staged import reward_components
 from pgrpo.grpo.run_log import reward_function_columns
-from pgrpo.stages.diagnose_benchmark import DECLARED_RANGES, declared_ranges
+from pgrpo.stages.diagnose_benchmark import CORPUS_META_FILES, declared_ranges
 from pgrpo.stages.logs import read_run_log
 
 #: the ``forecast_benchmark`` config section's defaults
@@ -220,7 +220,7 @@ def real_corpus(data_dir: str | Path) -> list[Curve]:
     ranges = declared_ranges(root)
     curves: list[Curve] = []
     for path in sorted(root.glob("*.json")):
-        if path.name in ("labels.json", DECLARED_RANGES):
+        if path.name in CORPUS_META_FILES:
             continue
         raw = json.loads(path.read_text())
         frame = read_run_log(path)
