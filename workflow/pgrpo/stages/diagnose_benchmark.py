@@ -62,8 +62,9 @@ def write_planted(out: Path) -> list[dict[str, Any]]:
 def blind_batch(data_dir: str | Path, labelled: Any = None) -> tuple[str | None, frozenset[str]]:
     """The blind batch ``data_dir/batches.json`` names (``{"blind": {"name", "logs": [file, ...], ...}}``, its
     other keys recording when and after which rule change it was added): the logs added after the rules last
-    changed, on which nothing has been chosen, whatever their split. Returns its name and files; no file: ``(None, frozenset())``. A file it names that ``labelled`` (the labelled
-    files, when given) lacks, or an entry without ``name`` or ``logs``, is an input error naming it."""
+    changed, on which nothing has been chosen, whatever their split. Returns its name and files; no file:
+    ``(None, frozenset())``. A file it names that ``labelled`` (the labelled files, when given) lacks, or an entry
+    without ``name`` or ``logs``, is an input error naming it."""
     path = Path(data_dir) / BLIND_BATCH
     if not path.is_file():
         return None, frozenset()
