@@ -11,7 +11,8 @@ from pgrpo.stages.commands import BENCHMARKS, Commands
 def add_commands(commands: Commands) -> None:
     p = commands.add("diagnose-benchmark", BENCHMARKS, "pgrpo diagnose (ours vs the post-training toolkit's rules) "
                      "on the planted and the labelled public logs", _diagnose_benchmark)
-    p.add_argument("--data-dir", default="benchmarks/forecast/data", help="labelled public TRL logs (labels.json)")
+    p.add_argument("--data-dir", default="benchmarks/forecast/data",
+                   help="labelled public TRL logs (labels.json; batches.json: the blind batch, scored apart)")
     p.add_argument("--out", required=True, help="folder for table.md, table.csv, summary.csv, verdicts/")
 
 

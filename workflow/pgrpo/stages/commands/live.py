@@ -63,7 +63,8 @@ def add_commands(commands: Commands) -> None:
     p = commands.add("live-benchmark", BENCHMARKS, "the live callback replayed over the planted and the labelled "
                      "public logs: detection latency, false stops, steps saved (ours vs the post-training toolkit's "
                      "callback)", _live_benchmark)
-    p.add_argument("--data-dir", default="benchmarks/forecast/data", help="labelled public TRL logs (labels.json)")
+    p.add_argument("--data-dir", default="benchmarks/forecast/data",
+                   help="labelled public TRL logs (labels.json; batches.json: the blind batch, scored apart)")
     p.add_argument("--out", required=True, help="folder for table.md, table.csv, summary.json, reads/")
     p.add_argument("--every", type=int, default=10, help="our read cadence in logged steps (default 10)")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read "
