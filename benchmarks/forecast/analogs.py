@@ -4,11 +4,12 @@
 For each real dev reward curve cut at f = 0.25: its early window smoothed (a moving average of an eighth of its
 points) and sampled at nine points from 20% to 100% of the cut, the level at the cut (persistence's forecast in
 ``results/forecast/benchmark.csv``) subtracted, divided by a scale (the window's noise s.d. from its first
-differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, or its span). The nearest dev curves by that shape (RMS distance), other authors' only, each carry
-their own later rise in the same units (the denoised reference's plateau minus their level at the cut); the median
-of ``k`` of them, scaled back, is the forecast. Scored as the benchmark scores the plateau: the median over the
-curves whose truth moves of |forecast - true plateau| / |level at the cut - true plateau|, beside the forecaster's
-own plateau and a blend of the two. Then the forecaster's change from the level at the cut multiplied by one factor.
+differences, :func:`pgrpo.fit.intervals.robust_noise_sd`, or its span). The nearest dev curves by that shape (RMS
+distance), other authors' only, each carry their own later rise in the same units (the denoised reference's plateau
+minus their level at the cut); the median of ``k`` of them, scaled back, is the forecast. Scored as the benchmark
+scores the plateau: the median over the curves whose truth moves of |forecast - true plateau| / |level at the cut -
+true plateau|, beside the forecaster's own plateau and a blend of the two. Then the forecaster's change from the
+level at the cut multiplied by one factor.
 
 Run after the main job's forecast benchmark: ``python benchmarks/forecast/analogs.py``.
 """

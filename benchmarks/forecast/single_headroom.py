@@ -55,10 +55,8 @@ def main(part: str) -> None:
                                      {"persistence": persistence, "lone headroom": forecaster_method(settings)},
                                      fractions=(FRACTION,)) if r.get("method") != "persistence"]
     print(f"{len(curves)} {part} dev curves at f = {FRACTION}")
-    shown = set()
     for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
-        if r["part"] == "overall" and r["method"] in ("forecaster", "lone headroom") and r["method"] not in shown:
-            shown.add(r["method"])  # the dev split's row (the one split here)
+        if r["part"] == "overall" and r["split"] == "dev" and r["method"] in ("forecaster", "lone headroom"):
             print(r["method"].ljust(14), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
 
 

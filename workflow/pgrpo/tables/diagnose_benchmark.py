@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from pgrpo.diagnose.benchmark import BLIND, GROUPS, RULE_SETS
+from pgrpo.diagnose.benchmark import BLIND, GROUPS, RULE_SETS, SPLITS
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.tables.render import markdown_table
 
@@ -77,14 +77,28 @@ def matrix_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return markdown_table(["log", "split"] + [SHORT[m] for m in MODES], body)
 
 
+def blind_clause(logs_per_split: Mapping[str, int], blind_name: str | None = None) -> str:
+    """" (36 of the dev and holdout logs the blind batch, NAME: added after the rules last changed, nothing chosen
+    on them)", or "" where there is no blind batch (:data:`pgrpo.diagnose.benchmark.BLIND`)."""
+    blind = logs_per_split.get(BLIND)
+    if not blind:
+        return ""
+    return (f" ({blind} of the dev and holdout logs the blind batch" + (f", {blind_name}" if blind_name else "")
+            + ": added after the rules last changed, nothing chosen on them)")
+
+
+def logs_sentence(logs_per_split: Mapping[str, int], blind_name: str | None = None) -> str:
+    """"24 planted logs, 121 dev logs, 69 holdout logs" and :func:`blind_clause`: the logs a benchmark read."""
+    return (", ".join(f"{n} {s} logs" for s, n in logs_per_split.items() if s in SPLITS)
+            + blind_clause(logs_per_split, blind_name))
+
+
 def benchmark_markdown(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                        logs_per_split: Mapping[str, int], seed: int) -> str:
     return "\n".join([
         "# pgrpo diagnose: ours vs the post-training toolkit's GRPO rules", "",
         f"{logs_per_split.get('planted', 0)} planted logs (seed {seed}), {logs_per_split.get('dev', 0)} real dev "
-        f"logs, {logs_per_split.get('holdout', 0)} real holdout logs"
-        + (f" ({logs_per_split[BLIND]} of the real logs the blind batch: added after the rules last changed, dev "
-           "and holdout alike, nothing chosen on them; its rows count them apart)" if logs_per_split.get(BLIND) else "")
+        f"logs, {logs_per_split.get('holdout', 0)} real holdout logs" + blind_clause(logs_per_split)
         + ". Per mode: found/labelled yes · false flags "
         "(n/a: the rule set has no rule for the mode). Onset within max(10% of the step span, 2 logging intervals) "
         "of the labelled one; episode overlap: mean intersection over union of the labelled and flagged episodes' steps, "

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.live.benchmark import (BLIND, FALSE_STOP_RATE, GROUPS, LATENCY_READS, LATENCY_SHARE, RULE_SETS, SPLITS,
+from pgrpo.live.benchmark import (BLIND, FALSE_STOP_RATE, GROUPS, LATENCY_READS, LATENCY_SHARE, RULE_SETS,
                                   rate_interval)
+from pgrpo.tables.diagnose_benchmark import logs_sentence
 from pgrpo.tables.render import finite_number, markdown_table
 
 HEADERS = ["mode", "rule set", "detected", "median latency: steps · reads · share of run", "latency target",
@@ -45,17 +46,6 @@ def split_table(records: Sequence[Mapping[str, Any]], split: str) -> str:
     return markdown_table(HEADERS, rows, align=["l", "l"] + ["r"] * (len(HEADERS) - 2))
 
 
-def logs_sentence(logs_per_split: Mapping[str, int], blind_name: str | None = None) -> str:
-    """"24 planted logs, 97 dev logs, 57 holdout logs (20 of the dev and holdout logs the blind batch, NAME: added
-    after the rules last changed)", the blind clause only where there is one."""
-    text = ", ".join(f"{n} {s} logs" for s, n in logs_per_split.items() if s in SPLITS)
-    blind = logs_per_split.get(BLIND)
-    if blind:
-        text += (f" ({blind} of the dev and holdout logs the blind batch" + (f", {blind_name}" if blind_name else "")
-                 + ": added after the rules last changed, nothing chosen on them)")
-    return text
-
-
 def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Mapping[str, int],
                        settings: Mapping[str, Any]) -> str:
     """``table.md``: what was replayed and how, the targets, and a table per split (holdout last, apart)."""
@@ -68,11 +58,12 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "recurring bursts apart)), beside the post-training toolkit's "
              f"DiagnosticsCallback replayed the same way (a read every {toolkit.get('every')} logged steps over its "
              f"last {toolkit.get('window_rows')} rows, its GRPO rules, a stop on one critical (high) insight). "
-             "Logs: " + logs_sentence(logs_per_split, settings.get("blind_batch")) + ". Three choices were made from its "
-             "planted and dev rows, never the holdout's: no_learning's severity capped by the rise a run has ruled out, "
-             "no stop on a failure that has ended by the read, and no stop on no_learning or regression while the "
-             "read's forecast plateau (its upper 80% bound) does not exclude the rise or the return to the peak that "
-             "the flag rules out (docs/live.md); the holdout split is reported apart.", "",
+             "Logs: " + logs_sentence(logs_per_split, settings.get("blind_batch"))
+             + ". Three choices were made from its planted and dev rows, never the holdout's: no_learning's "
+             "severity capped by the rise a run has ruled out, no stop on a failure that has ended by the read, and no "
+             "stop on no_learning or regression while the read's forecast plateau (its upper 80% bound) does not "
+             "exclude the rise or the return to the peak that the flag rules out (docs/live.md); the holdout split is "
+             "reported apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
              f"max({LATENCY_SHARE:.0%} of the run, {LATENCY_READS} reads) is at most 1, a missed run counting as "
@@ -104,8 +95,9 @@ def _interval(k: int, n: int) -> str:
 
 
 def targets_table(records: Sequence[Mapping[str, Any]]) -> str:
-    """Per split (and the blind batch) and rule set: in how many modes each target is met (of the modes it could be judged on), and the
-    ``all`` row's detected, median latency, false stops (with the rate's exact 95% interval) and steps saved."""
+    """Per split (and the blind batch) and rule set: in how many modes each target is met (of the modes it could be
+    judged on), and the ``all`` row's detected, median latency, false stops (with the rate's exact 95% interval) and
+    steps saved."""
     rows = []
     for split in GROUPS:
         for rule_set in RULE_SETS:

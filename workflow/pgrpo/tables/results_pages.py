@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
-from pgrpo.tables.diagnose_benchmark import summary_table
+from pgrpo.tables.diagnose_benchmark import logs_sentence, summary_table
 from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
                                              TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_margin_reading,
                                              stop_ceiling_reading)
 from pgrpo.tables.live_benchmark import split_table as live_split_table
-from pgrpo.tables.live_benchmark import logs_sentence as live_logs_sentence
 from pgrpo.tables.live_benchmark import targets_table as live_targets_table
 from pgrpo.tables.readme import FACTS_FILE, RERUN, facts_digest, fmt, headline_table, one_line, with_spread
 from pgrpo.tables.render import finite_number, markdown_table
@@ -560,7 +559,7 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
     logs = {r["split"]: r["logs"] for r in records if r["mode"] == "all"}
     return ["`pgrpo diagnose` with our rules and with the post-training toolkit's (`results/diagnose_benchmark/"
-            "table.md`, per log and mode in `table.csv`), on " + live_logs_sentence(logs)
+            "table.md`, per log and mode in `table.csv`), on " + logs_sentence(logs)
             + " (labelled ones per mode); per mode found/labelled yes · false flags (n/a: no rule for the mode); "
             "onset within max(10% of the step span, 2 logging intervals) of the label:", "",
             summary_table(records).rstrip("\n"), ""]
@@ -570,7 +569,7 @@ def _live_benchmark(live: Mapping[str, Any]) -> list[str]:
     logs = live.get("logs_per_split") or {}
     return [f"The live callback replayed as if live with `pgrpo replay`'s code path (a read every {live.get('every')} "
             f"logged steps, the forecast at every {live.get('forecast_every')} reads) over "
-            + live_logs_sentence(logs, live.get("blind_batch"))
+            + logs_sentence(logs, live.get("blind_batch"))
             + ", beside the post-training toolkit's DiagnosticsCallback replayed the same way (every 10 logged "
             "steps, its 200-row window, a stop on one critical insight) (`results/live_benchmark/table.md`, per "
             "log and mode in `table.csv`). Issue 20's targets: median detection latency at most max(10% of the run, "
