@@ -137,3 +137,25 @@ def test_arithmetic_bounds_on_the_decision_targets():
            "stop_loss_share": 0.0, "steps_saved_ceiling": 0.375}
     (line,) = truth_verdict_lines([row])
     assert "out of any forecast's reach" in line and "out of any stop rule's reach" in line
+
+
+def test_benchmark_md_pairs_verdict_reads_the_panel():
+    """The pairs target (>= 80% and >= +10 points on the order at the cut) read against the most pairs any of the
+    panel's forecasts orders right per sweep, chosen in hindsight: 71% is out of reach whatever the margin; 90% with
+    the order at the cut at 50% is in reach; 85% with the order at the cut at 80% misses the margin."""
+    from pgrpo.tables.forecast_benchmark import truth_verdict_lines
+
+    common = {"part": "real", "split": "dev", "fraction": 0.25}
+
+    def line(panel_pairs, at_cut):
+        summary = [{**common, "method": "forecaster", "curves": 6, "truth_kind": "true mean", "coverage80": 0.8,
+                    "mean_rmse_ratio": 0.5, "moving_mean_rmse_ratio": 0.5, "moving_plateau_error_ratio": 0.4,
+                    "pairs_right": 0.6, "pairs_right_at_cut": at_cut, "steps_saved": 0.5, "stop_loss_share": 0.0},
+                   {**common, "method": PANEL, "pairs_right": panel_pairs, "pairs_right_at_cut": at_cut}]
+        (text,) = truth_verdict_lines(summary)
+        return text
+
+    assert "chosen per sweep in hindsight, orders 71% right: out of the reach of every forecast here" in line(
+        0.71, 0.5)
+    assert "chosen per sweep in hindsight, orders 90% right: in reach" in line(0.9, 0.5)
+    assert "orders 85% right: out of the reach" in line(0.85, 0.8)
