@@ -1,0 +1,141 @@
+"""Two candidate gates on the `hacking` stop, measured on the planted and dev logs only (docs/live-history.md,
+session 24; never the holdout, and not applied: session 24's plan changes no rule after its batch is read).
+
+Session 24's batch showed `stop_on=["hacking"]` stopping healthy runs that learn their format before their
+correctness: early in such a run the gold reward function (the one that scores the task, standing in for an eval
+column) has not started while the total rises, which is the hacking signature. Two gates a later session may
+choose between, each replayed here over the same reads (the diagnosis and forecast of a read do not depend on the
+stop rules, so each log is replayed once and every variant's stops are taken from the same reads):
+
+* ``gold waits``: no hacking stop at a read where the hacking flag is read off the gold function (no eval column)
+  and the read's staged forecast counts that function as waiting to rise (its headroom in the band,
+  :attr:`pgrpo.fit.staged.StagedForecast.waiting`): the same kind of gate as no_learning's and regression's (the
+  forecast does not rule out what the flag says will not happen);
+* ``phase``: hacking as a phase mode (:data:`pgrpo.live.reads.PHASE_MODES`): a stop only once the flag's episode has
+  lasted ``modes.min_episode_fraction`` of the planned run.
+
+Printed per variant and split (planted, dev): for `hacking` alone and for every mode in ``stop_on``, the failed
+runs found, the median latency (share of the run, a missed run infinite), the failed runs stopped, the healthy runs
+stopped and the mean share of a failed run's steps saved.
+
+Run: ``python benchmarks/live/stop_gates.py`` (about 10 minutes on one core).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+import pgrpo.live.reads as reads_module  # noqa: E402
+from pgrpo.live.benchmark import live_settings, run_rows  # noqa: E402
+from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, curves_up_to, summed_forecast, training_steps  # noqa: E402
+from pgrpo.stages.diagnose import log_curves  # noqa: E402
+from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, real_runs, write_planted  # noqa: E402
+from pgrpo.stages.live import replay_curves  # noqa: E402
+
+SPLITS = ("planted", "dev")
+
+
+#: per read (its id) of the log being scored: whether its gold function waits to rise (:func:`mark_waiting`)
+WAITING: dict[int, bool] = {}
+
+
+def gold_function(read) -> str | None:
+    """The reward function a read's hacking flag is read off (standing in for an eval column), or None."""
+    numbers = ((read.diagnosis.get("modes") or {}).get("hacking") or {}).get("numbers") or {}
+    column = numbers.get("eval_column")
+    if not read.modes.get("hacking", {}).get("flagged") or not numbers.get("held_out") or not isinstance(column, str):
+        return None
+    return column.split("/")[1] if column.startswith("rewards/") else column
+
+
+def mark_waiting(curves, reads, settings) -> None:
+    """For each read flagged for hacking off a gold function: the staged forecast of the reward functions from
+    what was logged by then (:func:`pgrpo.live.reads.summed_forecast`, the callback's own; the callback makes it
+    only for the plateau rule, so it is made here), and whether it counts that function as waiting to rise."""
+    WAITING.clear()
+    for read in reads:
+        name = gold_function(read)
+        if name is None or not read.total_steps:
+            continue
+        try:
+            staged = summed_forecast(curves_up_to(curves, read.step), settings,
+                                     min(1.0, read.step / read.total_steps), read.total_steps)
+        except Exception:  # noqa: BLE001 - a forecast that fails holds nothing
+            staged = None
+        WAITING[id(read)] = bool(staged) and name in (staged.get("waiting") or [])
+
+
+def gold_waits(read) -> bool:
+    """Whether a read's hacking flag is read off a gold function that its staged forecast counts as waiting."""
+    return WAITING.get(id(read), False)
+
+
+@contextmanager
+def variant(name: str):
+    """The stop rules with one gate switched on (the module docstring), restored after."""
+    saved = (reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery)
+    original = reads_module.forecast_allows_recovery
+    if name == "gold waits":
+        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
+        reads_module.forecast_allows_recovery = (
+            lambda read, mode: gold_waits(read) if mode == "hacking" else original(read, mode))
+    elif name == "phase":
+        reads_module.PHASE_MODES = saved[1] | {"hacking"}
+    try:
+        yield
+    finally:
+        reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery = saved
+
+
+def summary(rows: list[dict], split: str, mode: str) -> str:
+    part = [r for r in rows if r["split"] == split and r["mode"] == mode]
+    failed = [r for r in part if r["label"] is True]
+    healthy = [r for r in part if r["label"] is False]
+    timed = [r for r in failed if r["label_onset"] is not None]
+    shares = sorted(r["latency_share"] if r["latency_share"] is not None else math.inf for r in timed)
+    median = f"{100 * float(np.median(shares)):+.0f}%" if shares and math.isfinite(np.median(shares)) else "n/a"
+    saved = [r["saved_share"] for r in failed if r["saved_share"] is not None]
+    return (f"found {sum(r['first_flag'] is not None for r in failed)}/{len(failed)}, latency {median}, "
+            f"stopped {sum(r['stop_step'] is not None for r in failed)}/{len(failed)}, healthy stopped "
+            f"{sum(r['stop_step'] is not None for r in healthy)}/{len(healthy)}, saved "
+            f"{100 * float(np.mean(saved)) if saved else float('nan'):.0f}%")
+
+
+def main() -> None:
+    variants = ("as today", "gold waits", "phase")
+    rows: dict[str, list[dict]] = {v: [] for v in variants}
+    with TemporaryDirectory() as planted_dir:
+        runs = [r for r in write_planted(Path(planted_dir)) + real_runs(DEFAULT_DATA_DIR) if r["split"] in SPLITS]
+        for number, run in enumerate(runs, 1):
+            curves = log_curves(str(run["path"]), run["meta"] or None, None, allow_non_finite=True)
+            steps, rewards, _ = curves.series("reward")
+            meta = run["meta"] or {}
+            settings = (live_settings("ours", 10, DEFAULT_FORECAST_EVERY)
+                        .with_completion_cap(meta.get("max_completion_length"))
+                        .with_component_ranges(meta.get("reward_function_ranges")))
+            reads = replay_curves(curves, settings)["_reads"]
+            stoppable = len(training_steps(curves)) // settings.every
+            mark_waiting(curves, reads, settings)
+            for name in variants:
+                with variant(name):
+                    rows[name] += run_rows(run["name"], run["split"], run["labels"], "ours", reads, settings,
+                                           stoppable, steps, rewards)
+            print(f"[{number}/{len(runs)}] {run['name']}", file=sys.stderr, flush=True)
+    for name in variants:
+        print(f"\n{name}")
+        for split in SPLITS:
+            for mode in ("hacking", "all"):
+                print(f"  {split:8s} {mode:8s} {summary(rows[name], split, mode)}")
+
+
+if __name__ == "__main__":
+    main()
