@@ -101,8 +101,14 @@ def test_cache_and_disk():
 
 
 def test_run_doctor_on_given_facts(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    import pgrpo.stages.doctor as doctor_stage
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # the disk is a fact of the host: given too (1 TB free), so the checks below do not hang on this machine's disk
+    monkeypatch.setattr(doctor_stage.shutil, "disk_usage", lambda path: SimpleNamespace(total=2e12, used=1e12, free=1e12))
     model = {"name": "7b", "id": "deepseek-ai/deepseek-llm-7b-chat", "path": None, "params_b": 6.91}
     training = {"use_vllm": True, "vllm_gpu_memory_utilization": "auto", "bf16": True,
                 "resources": {"gpus": 1}}
