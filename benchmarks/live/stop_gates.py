@@ -14,8 +14,9 @@ stop rules, so each log is replayed once and every variant's stops are taken fro
 * ``phase``: hacking as a phase mode (:data:`pgrpo.live.reads.PHASE_MODES`): a stop only once the flag's episode has
   lasted ``modes.min_episode_fraction`` of the planned run.
 
-Printed per variant and split (planted, dev): for `hacking` alone and for every mode in ``stop_on``, the failed
-runs found, the median latency (share of the run, a missed run infinite), the failed runs stopped, the healthy runs
+Printed per variant and split (planted, dev), from the live benchmark's own summary
+(:func:`pgrpo.live.benchmark.summary_records`): for `hacking` alone and for every mode in ``stop_on``, the failed
+runs found, the median latency of those found (share of the run), the failed runs stopped, the healthy runs
 stopped and the mean share of a failed run's steps saved.
 
 Run: ``python benchmarks/live/stop_gates.py`` (about 10 minutes on one core).
@@ -23,23 +24,21 @@ Run: ``python benchmarks/live/stop_gates.py`` (about 10 minutes on one core).
 
 from __future__ import annotations
 
-import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 import pgrpo.live.reads as reads_module  # noqa: E402
-from pgrpo.live.benchmark import live_settings, run_rows  # noqa: E402
+from pgrpo.live.benchmark import run_rows, summary_records  # noqa: E402
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, curves_up_to, summed_forecast, training_steps  # noqa: E402
 from pgrpo.stages.diagnose import log_curves  # noqa: E402
 from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, real_runs, write_planted  # noqa: E402
 from pgrpo.stages.live import replay_curves  # noqa: E402
+from pgrpo.stages.live_benchmark import run_settings  # noqa: E402
 
 SPLITS = ("planted", "dev")
 
@@ -83,11 +82,10 @@ def gold_waits(read) -> bool:
 def variant(name: str):
     """The stop rules with one gate switched on (the module docstring), restored after."""
     saved = (reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery)
-    original = reads_module.forecast_allows_recovery
     if name == "gold waits":
         reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
         reads_module.forecast_allows_recovery = (
-            lambda read, mode: gold_waits(read) if mode == "hacking" else original(read, mode))
+            lambda read, mode: gold_waits(read) if mode == "hacking" else saved[2](read, mode))
     elif name == "phase":
         reads_module.PHASE_MODES = saved[1] | {"hacking"}
     try:
@@ -96,18 +94,16 @@ def variant(name: str):
         reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery = saved
 
 
+def _percent(share: float | None, sign: str = "") -> str:
+    return "n/a" if share is None else f"{100 * share:{sign}.0f}%"
+
+
 def summary(rows: list[dict], split: str, mode: str) -> str:
-    part = [r for r in rows if r["split"] == split and r["mode"] == mode]
-    failed = [r for r in part if r["label"] is True]
-    healthy = [r for r in part if r["label"] is False]
-    timed = [r for r in failed if r["label_onset"] is not None]
-    shares = sorted(r["latency_share"] if r["latency_share"] is not None else math.inf for r in timed)
-    median = f"{100 * float(np.median(shares)):+.0f}%" if shares and math.isfinite(np.median(shares)) else "n/a"
-    saved = [r["saved_share"] for r in failed if r["saved_share"] is not None]
-    return (f"found {sum(r['first_flag'] is not None for r in failed)}/{len(failed)}, latency {median}, "
-            f"stopped {sum(r['stop_step'] is not None for r in failed)}/{len(failed)}, healthy stopped "
-            f"{sum(r['stop_step'] is not None for r in healthy)}/{len(healthy)}, saved "
-            f"{100 * float(np.mean(saved)) if saved else float('nan'):.0f}%")
+    """One line of :func:`pgrpo.live.benchmark.summary_records`' record for ``split`` and ``mode``."""
+    r = next(r for r in summary_records(rows) if r["split"] == split and r["rule_set"] == "ours" and r["mode"] == mode)
+    return (f"found {r['detected']}/{r['failed']}, latency {_percent(r['median_latency_share'], '+')}, "
+            f"stopped {r['stopped']}/{r['failed']}, healthy stopped {r['false_stops']}/{r['healthy']}, "
+            f"saved {_percent(r['saved_share'])}")
 
 
 def main() -> None:
@@ -118,10 +114,7 @@ def main() -> None:
         for number, run in enumerate(runs, 1):
             curves = log_curves(str(run["path"]), run["meta"] or None, None, allow_non_finite=True)
             steps, rewards, _ = curves.series("reward")
-            meta = run["meta"] or {}
-            settings = (live_settings("ours", 10, DEFAULT_FORECAST_EVERY)
-                        .with_completion_cap(meta.get("max_completion_length"))
-                        .with_component_ranges(meta.get("reward_function_ranges")))
+            settings = run_settings("ours", run["meta"], 10, DEFAULT_FORECAST_EVERY)
             reads = replay_curves(curves, settings)["_reads"]
             stoppable = len(training_steps(curves)) // settings.every
             mark_waiting(curves, reads, settings)

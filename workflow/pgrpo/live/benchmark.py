@@ -40,6 +40,7 @@ from pgrpo.diagnose.modes.record import MODES
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead, LiveSettings, StopRules
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
+
 #: the post-training toolkit's DiagnosticsCallback: every 10 logged steps, over its last 200 rows
 TOOLKIT_EVERY, TOOLKIT_WINDOW = 10, 200
 #: the targets of issue 20: latency in units of max(10% of the run, 3 reads); false stops per healthy run

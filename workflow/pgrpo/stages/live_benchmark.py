@@ -22,18 +22,28 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from pgrpo.atomic import write_csv, write_json, write_text
 from pgrpo.diagnose.planted import SEED
 from pgrpo.live.benchmark import GROUPS, RULE_SETS, in_group, live_settings, run_rows, summary_records
-from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, training_steps
+from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, LiveSettings, training_steps
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, blind_batch, real_runs, write_planted
 from pgrpo.stages.live import replay_curves
 from pgrpo.tables.live_benchmark import benchmark_markdown
+
+
+def run_settings(rule_set: str, meta: Mapping[str, Any] | None, every: int, forecast_every: int) -> LiveSettings:
+    """A rule set's settings for one labelled run: its completion cap from the run's notes and, for ours, each reward
+    function's range (for the summed forecast, docs/live.md)."""
+    meta = meta or {}
+    settings = live_settings(rule_set, every, forecast_every).with_completion_cap(meta.get("max_completion_length"))
+    if rule_set == "ours":
+        settings = settings.with_component_ranges(meta.get("reward_function_ranges"))
+    return settings
 
 
 def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[list[dict[str, Any]], dict]:
@@ -42,10 +52,7 @@ def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[li
     steps, rewards, _ = curves.series("reward")
     rows, reads_out = [], {}
     for rule_set in RULE_SETS:
-        meta = run["meta"] or {}
-        settings = live_settings(rule_set, every, forecast_every).with_completion_cap(meta.get("max_completion_length"))
-        if rule_set == "ours":  # each reward function's range, for the summed forecast (docs/live.md)
-            settings = settings.with_component_ranges(meta.get("reward_function_ranges"))
+        settings = run_settings(rule_set, run["meta"], every, forecast_every)
         started = time.perf_counter()
         replay = replay_curves(curves, settings)
         seconds = time.perf_counter() - started

@@ -127,14 +127,20 @@ def stop_ceiling_reading(ceiling: Any) -> str:
             "cut")
 
 
+def pairs_in_reach(value: Any, at_cut: Any) -> bool:
+    """Whether a bound's share of pairs ordered right meets the pairs target: at least :data:`TARGET_PAIRS`, and
+    :data:`TARGET_PAIRS_MARGIN` above the order at the cut where that is known."""
+    return finite_number(value) and value >= TARGET_PAIRS and (
+        not finite_number(at_cut) or value - at_cut >= TARGET_PAIRS_MARGIN)
+
+
 def _panel_pairs_note(value: Any, at_cut: Any) -> str:
     """What the most pairs ordered right by the forecasts of :data:`PANEL`, chosen per sweep in hindsight, says of the
-    pairs target (at least :data:`TARGET_PAIRS` and :data:`TARGET_PAIRS_MARGIN` above the order at the cut)."""
+    pairs target (:func:`pairs_in_reach`)."""
     if not finite_number(value):
         return ""
-    reach = value >= TARGET_PAIRS and (not finite_number(at_cut) or value - at_cut >= TARGET_PAIRS_MARGIN)
     return (f"the best of the forecasts, chosen per sweep in hindsight, orders {value:.0%} right: "
-            + ("in reach" if reach else "out of the reach of every forecast here"))
+            + ("in reach" if pairs_in_reach(value, at_cut) else "out of the reach of every forecast here"))
 
 
 def _panel_note(value: Any, target: float) -> str:

@@ -16,7 +16,7 @@ from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.diagnose_benchmark import logs_sentence, summary_table
 from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
                                              TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
-                                             TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_margin_reading,
+                                             TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_in_reach, pairs_margin_reading,
                                              stop_ceiling_reading)
 from pgrpo.tables.live_benchmark import split_table as live_split_table
 from pgrpo.tables.live_benchmark import targets_table as live_targets_table
@@ -485,11 +485,9 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         if moves and finite_number(pairs):
             margin = pairs - at_cut if finite_number(at_cut) else float("nan")
             bound = c.get("hindsight_pairs_right")
-            reach = finite_number(bound) and bound >= TARGET_PAIRS and (
-                not finite_number(at_cut) or bound - at_cut >= TARGET_PAIRS_MARGIN)
+            reach = pairs_in_reach(bound, at_cut)
             panel = c.get("panel_pairs_right")
-            panel_reach = finite_number(panel) and panel >= TARGET_PAIRS and (
-                not finite_number(at_cut) or panel - at_cut >= TARGET_PAIRS_MARGIN)
+            panel_reach = pairs_in_reach(panel, at_cut)
             arithmetic = pairs_margin_reading(at_cut)
             pairs_text = _target(f"{_pct0(pairs)} · {_pct0(at_cut)}",
                                  finite_number(margin) and pairs >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN,
