@@ -41,6 +41,8 @@ from pgrpo.stages.live import replay_curves  # noqa: E402
 from pgrpo.stages.live_benchmark import run_settings  # noqa: E402
 
 SPLITS = ("planted", "dev")
+#: the shares of the planned run the time gates are measured at
+SHARES = (0.2, 0.3, 0.5)
 
 
 #: per read (its id) of the log being scored: whether its gold function waits to rise (:func:`mark_waiting`)
@@ -73,6 +75,15 @@ def mark_waiting(curves, reads, settings) -> None:
         WAITING[id(read)] = bool(staged) and name in (staged.get("waiting") or [])
 
 
+def gold_early(read, share: float) -> bool:
+    """Whether a read's hacking flag is read off a gold function (no eval column) before ``share`` of the planned
+    run (from the first logged step) has passed."""
+    if gold_function(read) is None or not read.total_steps:
+        return False
+    first = read.first_step or 0.0
+    return read.step - first < share * (float(read.total_steps) - first)
+
+
 def gold_waits(read) -> bool:
     """Whether a read's hacking flag is read off a gold function that its staged forecast counts as waiting."""
     return WAITING.get(id(read), False)
@@ -88,6 +99,17 @@ def variant(name: str):
             lambda read, mode: gold_waits(read) if mode == "hacking" else saved[2](read, mode))
     elif name == "phase":
         reads_module.PHASE_MODES = saved[1] | {"hacking"}
+    elif name.startswith("gold early "):
+        share = float(name.split()[-1])
+        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
+        reads_module.forecast_allows_recovery = (
+            lambda read, mode: gold_early(read, share) if mode == "hacking" else saved[2](read, mode))
+    elif name.startswith("gold waits early "):
+        share = float(name.split()[-1])
+        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
+        reads_module.forecast_allows_recovery = (
+            lambda read, mode: (gold_waits(read) and gold_early(read, share)) if mode == "hacking"
+            else saved[2](read, mode))
     try:
         yield
     finally:
@@ -107,7 +129,8 @@ def summary(rows: list[dict], split: str, mode: str) -> str:
 
 
 def main() -> None:
-    variants = ("as today", "gold waits", "phase")
+    variants = ("as today", "gold waits", "phase") + tuple(f"gold early {x}" for x in SHARES) + tuple(
+        f"gold waits early {x}" for x in SHARES)
     rows: dict[str, list[dict]] = {v: [] for v in variants}
     with TemporaryDirectory() as planted_dir:
         runs = [r for r in write_planted(Path(planted_dir)) + real_runs(DEFAULT_DATA_DIR) if r["split"] in SPLITS]
