@@ -19,16 +19,15 @@ from pgrpo.diagnose.planted import SEED, planted_logs
 from pgrpo.errors import InputError
 from pgrpo.live.reads import (
     CONSECUTIVE_READS,
-    PLATEAU_RULE,
     LiveRead,
     LiveSettings,
-    StopRules,
     configuration_theory,
     curves_from_history,
     curves_up_to,
     measured_theory,
     read_curves,
 )
+from pgrpo.live.stop_rules import GOLD_STAND_IN_SHARE, PLATEAU_RULE, AlertRules, StopRules, gold_still_early
 from pgrpo.stages.diagnose import read_log, run_diagnose
 from pgrpo.stages.live import run_replay, run_watch
 
@@ -784,6 +783,38 @@ def test_no_learning_and_regression_stop_only_where_the_forecast_does_not_expect
     rules = StopRules(LiveSettings(stop_on=("degeneracy",)))
     assert rules.update(read(10, "degeneracy", 0.99, flat)) is None
     assert rules.update(read(20, "degeneracy", 0.99, flat)) is not None
+
+
+def test_a_hacking_flag_read_off_the_gold_function_stops_nothing_before_three_tenths_of_the_run():
+    """The hacking read-out with no eval column reads the gold reward function instead (``held_out`` in its
+    numbers); early in a run that learns its format first that function has not started, so its flag counts toward
+    no stop before 30% of the planned run: on a run planned from step 1 to 201 (200 steps, 60 of them the gate),
+    flags at steps 20-60 stop nothing, those at 70 and 80 stop at 80 (the two reads at or after step 61). A flag
+    read off a logged eval column, or with no planned length, stops at the second read as before."""
+    def read(step, held_out=True, total=201.0):
+        numbers = {"eval_column": "rewards/correctness/mean"} if held_out else {"eval_column": "eval_reward"}
+        if held_out:
+            numbers["held_out"] = "rewards/correctness/mean: the gold function, standing in for an eval column"
+        verdict = {"flagged": True, "severity": "medium", "onset_step": 5.0, "verdict": "x", "active": True,
+                   "numbers": numbers}
+        return LiveRead(float(step), {"modes": {"hacking": verdict}}, {}, total_steps=total, first_step=1.0)
+
+    assert GOLD_STAND_IN_SHARE == 0.3
+    assert gold_still_early(read(60), "hacking") and not gold_still_early(read(61), "hacking")
+    assert not gold_still_early(read(20, held_out=False), "hacking")
+    assert not gold_still_early(read(20), "degeneracy")
+    rules = StopRules(LiveSettings(stop_on=("hacking",)))
+    assert all(rules.update(read(step)) is None for step in (20, 30, 40, 50, 60, 70))
+    decision = rules.update(read(80))
+    assert decision is not None and (decision.step, decision.mode) == (80.0, "hacking")
+    rules = StopRules(LiveSettings(stop_on=("hacking",)))
+    assert rules.update(read(10, held_out=False)) is None
+    assert rules.update(read(20, held_out=False)).mode == "hacking"  # an eval column: not held
+    rules = StopRules(LiveSettings(stop_on=("hacking",)))
+    assert rules.update(read(10, total=None)) is None
+    assert rules.update(read(20, total=None)).mode == "hacking"  # no planned length: not held
+    alerts = AlertRules(LiveSettings(), ["hacking"])  # an alert is the stop rule without the stop: held alike
+    assert alerts.update(read(20)) == [] and alerts.update(read(30)) == []
 
 
 def test_replay_json_names_the_flags_the_forecast_holds_back(tmp_path, repo_root):

@@ -10,7 +10,8 @@ import pytest
 
 from pgrpo.diagnose.planted import SEED, planted_logs
 from pgrpo.errors import InputError
-from pgrpo.live.reads import AlertRules, LiveRead, LiveSettings
+from pgrpo.live.reads import LiveRead, LiveSettings
+from pgrpo.live.stop_rules import AlertRules
 from pgrpo.stages.live import run_replay, run_watch
 from tests.test_live import _Args, _Control, _State, watch_cli, write_formats
 

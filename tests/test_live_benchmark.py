@@ -129,7 +129,7 @@ def test_the_summary_counts_misses_as_infinite_latency_and_rates_false_stops():
 
 
 def test_a_carried_forecast_neither_extends_nor_breaks_the_plateau_streak():
-    from pgrpo.live.reads import StopRules
+    from pgrpo.live.stop_rules import StopRules
 
     settings = LiveSettings(stop_if_plateau_below=0.5, forecast_every=2)
     assert [settings.forecasts_at(i) for i in range(5)] == [True, True, False, True, False]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from pgrpo.cli import main
 from pgrpo.errors import InputError
-from pgrpo.live.reads import REACHED_RULE, LiveRead, LiveSettings, StopRules
+from pgrpo.live.reads import LiveRead, LiveSettings
+from pgrpo.live.stop_rules import REACHED_RULE, StopRules
 from pgrpo.stages.live import run_replay
 
 

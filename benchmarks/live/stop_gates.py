@@ -1,18 +1,22 @@
-"""Two candidate gates on the `hacking` stop, measured on the planted and dev logs only (docs/live-history.md,
-session 24; never the holdout, and not applied: session 24's plan changes no rule after its batch is read).
+"""Candidate gates on the `hacking` stop, measured on the planted and dev logs only (docs/live-history.md, sessions
+24 and 25; never the holdout).
 
 Session 24's batch showed `stop_on=["hacking"]` stopping healthy runs that learn their format before their
 correctness: early in such a run the gold reward function (the one that scores the task, standing in for an eval
-column) has not started while the total rises, which is the hacking signature. Two gates a later session may
-choose between, each replayed here over the same reads (the diagnosis and forecast of a read do not depend on the
-stop rules, so each log is replayed once and every variant's stops are taken from the same reads):
+column) has not started while the total rises, which is the hacking signature. The gates, each replayed here over
+the same reads (the diagnosis and forecast of a read do not depend on the stop rules, so each log is replayed once
+and every variant's stops are taken from the same reads):
 
-* ``gold waits``: no hacking stop at a read where the hacking flag is read off the gold function (no eval column)
-  and the read's staged forecast counts that function as waiting to rise (its headroom in the band,
+* ``no gold gate``: the stop rules before session 25 (:data:`pgrpo.live.stop_rules.GOLD_STAND_IN_SHARE` = 0);
+* ``gold early S``: the time gate session 25 chose at S = 0.3 by the criterion its plan declared (the live history):
+  a hacking flag read off a gold function counts toward no stop before S of the planned run
+  (:func:`pgrpo.live.stop_rules.gold_still_early`);
+* ``gold waits``: no hacking stop at a read where the hacking flag is read off the gold function and the read's
+  staged forecast counts that function as waiting to rise (its headroom in the band,
   :attr:`pgrpo.fit.staged.StagedForecast.waiting`): the same kind of gate as no_learning's and regression's (the
-  forecast does not rule out what the flag says will not happen);
-* ``phase``: hacking as a phase mode (:data:`pgrpo.live.reads.PHASE_MODES`): a stop only once the flag's episode has
-  lasted ``modes.min_episode_fraction`` of the planned run.
+  forecast does not rule out what the flag says will not happen); ``gold waits early S``: held only before S;
+* ``phase``: hacking as a phase mode (:data:`pgrpo.live.stop_rules.PHASE_MODES`): a stop only once the flag's
+  episode has lasted ``modes.min_episode_fraction`` of the planned run.
 
 Printed per variant and split (planted, dev), from the live benchmark's own summary
 (:func:`pgrpo.live.benchmark.summary_records`): for `hacking` alone and for every mode in ``stop_on``, the failed
@@ -32,7 +36,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-import pgrpo.live.reads as reads_module  # noqa: E402
+import pgrpo.live.stop_rules as rules_module  # noqa: E402
 from pgrpo.live.benchmark import run_rows, summary_records  # noqa: E402
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, curves_up_to, summed_forecast, training_steps  # noqa: E402
 from pgrpo.stages.diagnose import log_curves  # noqa: E402
@@ -91,29 +95,27 @@ def gold_waits(read) -> bool:
 
 @contextmanager
 def variant(name: str):
-    """The stop rules with one gate switched on (the module docstring), restored after."""
-    saved = (reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery)
-    if name == "gold waits":
-        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
-        reads_module.forecast_allows_recovery = (
-            lambda read, mode: gold_waits(read) if mode == "hacking" else saved[2](read, mode))
-    elif name == "phase":
-        reads_module.PHASE_MODES = saved[1] | {"hacking"}
-    elif name.startswith("gold early "):
-        share = float(name.split()[-1])
-        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
-        reads_module.forecast_allows_recovery = (
-            lambda read, mode: gold_early(read, share) if mode == "hacking" else saved[2](read, mode))
-    elif name.startswith("gold waits early "):
-        share = float(name.split()[-1])
-        reads_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
-        reads_module.forecast_allows_recovery = (
-            lambda read, mode: (gold_waits(read) and gold_early(read, share)) if mode == "hacking"
+    """The stop rules with one gate in place of the chosen one (the module docstring), restored after."""
+    saved = (rules_module.FORECAST_GATED_MODES, rules_module.PHASE_MODES, rules_module.forecast_allows_recovery,
+             rules_module.GOLD_STAND_IN_SHARE)
+    words = name.split()
+    share = float(words[-1]) if words[-1][0].isdigit() else 0.0
+    if name.startswith("gold early "):
+        rules_module.GOLD_STAND_IN_SHARE = share
+    else:
+        rules_module.GOLD_STAND_IN_SHARE = 0.0
+    if name.startswith("gold waits"):
+        rules_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
+        rules_module.forecast_allows_recovery = (
+            lambda read, mode: (gold_waits(read) and (not share or gold_early(read, share))) if mode == "hacking"
             else saved[2](read, mode))
+    elif name == "phase":
+        rules_module.PHASE_MODES = saved[1] | {"hacking"}
     try:
         yield
     finally:
-        reads_module.FORECAST_GATED_MODES, reads_module.PHASE_MODES, reads_module.forecast_allows_recovery = saved
+        (rules_module.FORECAST_GATED_MODES, rules_module.PHASE_MODES, rules_module.forecast_allows_recovery,
+         rules_module.GOLD_STAND_IN_SHARE) = saved
 
 
 def _percent(share: float | None, sign: str = "") -> str:
@@ -129,7 +131,7 @@ def summary(rows: list[dict], split: str, mode: str) -> str:
 
 
 def main() -> None:
-    variants = ("as today", "gold waits", "phase") + tuple(f"gold early {x}" for x in SHARES) + tuple(
+    variants = ("no gold gate", "gold waits", "phase") + tuple(f"gold early {x}" for x in SHARES) + tuple(
         f"gold waits early {x}" for x in SHARES)
     rows: dict[str, list[dict]] = {v: [] for v in variants}
     with TemporaryDirectory() as planted_dir:

@@ -19,7 +19,7 @@ Per run and failure mode, with ``R`` the read interval in steps (``every`` x the
 - **reward lost**: on a false stop, the final reward (mean of the run's last 10% of rows) minus the reward at the
   stop (mean of as many rows up to it), over the run's reward range (max - min): what stopping there forwent.
 
-The stop rules are :class:`pgrpo.live.reads.StopRules` (ours: flagged with severity at least medium at two
+The stop rules are :class:`pgrpo.live.stop_rules.StopRules` (ours: flagged with severity at least medium at two
 consecutive reads; the toolkit's callback: one "critical", here ``high``, insight at one read, over its 200-row
 window). Our stop lands one read after the read that decided it (``lag_reads = 1``), as the callback's default
 background reads do (``lag_reads = 0`` scores ``background=False``); the toolkit's callback reads synchronously
@@ -37,7 +37,8 @@ import numpy as np
 
 from pgrpo.diagnose.benchmark import BLIND, GROUPS, SPLITS, in_group  # noqa: F401 (the live tables' groups too)
 from pgrpo.diagnose.modes.record import MODES
-from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead, LiveSettings, StopRules
+from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, DEFAULT_LAG_READS, LiveRead, LiveSettings
+from pgrpo.live.stop_rules import StopRules
 
 RULE_SETS: tuple[str, ...] = ("ours", "toolkit")
 

@@ -25,13 +25,12 @@ from pgrpo.live.page import previous_alerts
 from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     KEY_PREFIX,
-    AlertRules,
     LiveRead,
     LiveSettings,
-    StopRules,
     configuration_theory,
     refresh_of,
 )
+from pgrpo.live.stop_rules import AlertRules, StopRules
 from pgrpo.live.worker import (
     BackgroundReader,
     PageJob,
@@ -98,7 +97,7 @@ class DynamicsCallback(TrainerCallback):
     the reads go on synchronously. ``on_alert``: called (on the main process) with a record (``mode``,
     ``read_step``, ``step``, ``onset_step``, ``severity``, ``reason``, ``forecast``) once for each mode of
     ``alert_on`` (default every mode) at the read where ``stop_on=[mode]`` would have stopped the run, without
-    stopping it (:class:`pgrpo.live.reads.AlertRules`); every alert is also printed and kept in ``alerts``.
+    stopping it (:class:`pgrpo.live.stop_rules.AlertRules`); every alert is also printed and kept in ``alerts``.
     ``background=False``: each read runs on the trainer's thread at its own step
     and a stop lands at the read that decided (``pgrpo replay --synchronous`` models it; ``pgrpo replay`` models
     the default). The cost of each read is in ``costs`` (:class:`ReadCost`; benchmarks/live/bench_overhead.py)."""
@@ -127,7 +126,7 @@ class DynamicsCallback(TrainerCallback):
         #: the worker's process id once started (None: synchronous, or not started yet)
         self.worker_pid: int | None = None
         self._rules = StopRules(self.settings)
-        #: report-only alerts (:class:`pgrpo.live.reads.AlertRules`): every mode the stop rule would stop on, once
+        #: report-only alerts (:class:`pgrpo.live.stop_rules.AlertRules`): every mode the stop rule would stop on, once
         self._alert_rules = AlertRules(self.settings, alert_on)
         self.on_alert = on_alert
         self.alerts: list[dict[str, Any]] = []

@@ -26,7 +26,7 @@ def run_command(flag: str, command: str, env: Mapping[str, str], who: str = "pgr
 
 
 def alert_environment(alert: Mapping[str, Any], live_json: str | Path) -> dict[str, str]:
-    """An alert record (:class:`pgrpo.live.reads.AlertRules`) as ``PGRPO_ALERT_MODE``, ``PGRPO_ALERT_READ_STEP``,
+    """An alert record (:class:`pgrpo.live.stop_rules.AlertRules`) as ``PGRPO_ALERT_MODE``, ``PGRPO_ALERT_READ_STEP``,
     ``PGRPO_ALERT_ONSET_STEP`` (empty when not known), ``PGRPO_ALERT_SEVERITY``, ``PGRPO_ALERT_REASON`` and
     ``PGRPO_LIVE_JSON``."""
     onset = alert.get("onset_step")

@@ -22,16 +22,15 @@ from pgrpo.live.reads import (
     DEFAULT_FORECAST_EVERY,
     DEFAULT_LAG_READS,
     MIN_POINTS_FOR_K,
-    AlertRules,
     LiveRead,
     LiveSettings,
-    StopRules,
     configuration_theory,
     curves_up_to,
     measured_theory,
     read_curves,
     training_steps,
 )
+from pgrpo.live.stop_rules import AlertRules, StopRules
 from pgrpo.live.worker import read_live_json, write_live_payload
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.stages.logs import planned_steps, resolve_log_path, run_source, split_run
@@ -274,7 +273,7 @@ def run_watch(path: str, every_seconds: float = 60.0, **options: Any) -> WatchOu
     the watch ends. It also ends when the log reaches the run's planned length (``total_steps``, else the meta's
     ``max_steps``, else a TRL ``trainer_state.json``'s) or has not grown for ``idle_timeout`` seconds.
 
-    ``on_alert``: report-only alerts on the same schedule (:class:`pgrpo.live.reads.AlertRules`: a mode of
+    ``on_alert``: report-only alerts on the same schedule (:class:`pgrpo.live.stop_rules.AlertRules`: a mode of
     ``alert_on``, default every mode, that the stop rule would stop on), each printed and run through
     :func:`run_on_alert` once, the watch going on. ``options``: :class:`RunWatch`'s (``once``, ``out_dir``,
     ``meta_json``, ``reward_range``, ``max_completion_length``, ``total_steps``, ``max_reads``, ``stop_on``,

@@ -12,7 +12,7 @@ what a user would know (the completion cap, and each reward function's range whe
 and the holdout split is reported apart. Each run is replayed once per rule set with no stop rule (every read kept);
 the stop rules are then applied per mode to the same reads. The forecast runs on the callback's schedule (the first
 and every ``forecast_every``-th read); the stop rules scored here read the diagnosis, and for no_learning and
-regression also the read's forecast plateau (:data:`pgrpo.live.reads.FORECAST_GATED_MODES`).
+regression also the read's forecast plateau (:data:`pgrpo.live.stop_rules.FORECAST_GATED_MODES`).
 
 Writes ``OUT/table.md``, ``OUT/table.csv`` (one row per log, rule set and mode), ``OUT/summary.json`` (the
 records per split, rule set and mode, and the settings) and ``OUT/reads/<log>.json`` (every read of both).
