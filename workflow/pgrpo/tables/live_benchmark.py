@@ -59,10 +59,12 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              f"DiagnosticsCallback replayed the same way (a read every {toolkit.get('every')} logged steps over its "
              f"last {toolkit.get('window_rows')} rows, its GRPO rules, a stop on one critical (high) insight). "
              "Logs: " + logs_sentence(logs_per_split, settings.get("blind_batch"))
-             + ". Three choices were made from its planted and dev rows, never the holdout's: no_learning's "
-             "severity capped by the rise a run has ruled out, no stop on a failure that has ended by the read, and no "
-             "stop on no_learning or regression while the read's forecast plateau (its upper 80% bound) does not "
-             "exclude the rise or the return to the peak that the flag rules out (docs/live.md); the holdout split is "
+             + ". The stop rules' choices were made from its planted and dev rows (docs/live-history.md), among "
+             "them: no_learning's severity capped by the rise a run has ruled out, no stop on a failure that has "
+             "ended by the read, no stop on no_learning or regression while the read's forecast plateau (its upper "
+             "80% bound) does not exclude the rise or the return to the peak that the flag rules out, and no stop on "
+             "a hacking flag read off a gold reward function before 30% of the planned run (the holdout's false "
+             "stops of session 24 prompted the search for it; the blind batch is its test). The holdout split is "
              "reported apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
