@@ -27,7 +27,8 @@ from pgrpo.live.reads import (
     measured_theory,
     read_curves,
 )
-from pgrpo.live.stop_rules import GOLD_STAND_IN_SHARE, PLATEAU_RULE, AlertRules, StopRules, gold_still_early
+from pgrpo.live.reads import GOLD_STAND_IN_SHARE, gold_still_early
+from pgrpo.live.stop_rules import PLATEAU_RULE, AlertRules, StopRules
 from pgrpo.stages.diagnose import read_log, run_diagnose
 from pgrpo.stages.live import run_replay, run_watch
 
@@ -803,6 +804,10 @@ def test_a_hacking_flag_read_off_the_gold_function_stops_nothing_before_three_te
     assert gold_still_early(read(60), "hacking") and not gold_still_early(read(61), "hacking")
     assert not gold_still_early(read(20, held_out=False), "hacking")
     assert not gold_still_early(read(20), "degeneracy")
+    assert read(20).held_early == ["hacking"] and read(20).to_dict()["held_early"] == ["hacking"]
+    assert "hacking held from a stop until 30% of the run" in read(20).verdict_line()
+    assert read(61).held_early == [] and "held_early" not in read(61).to_dict()
+    assert read(20, held_out=False).held_early == []
     rules = StopRules(LiveSettings(stop_on=("hacking",)))
     assert all(rules.update(read(step)) is None for step in (20, 30, 40, 50, 60, 70))
     decision = rules.update(read(80))

@@ -7,10 +7,10 @@ column) has not started while the total rises, which is the hacking signature. T
 the same reads (the diagnosis and forecast of a read do not depend on the stop rules, so each log is replayed once
 and every variant's stops are taken from the same reads):
 
-* ``no gold gate``: the stop rules before session 25 (:data:`pgrpo.live.stop_rules.GOLD_STAND_IN_SHARE` = 0);
+* ``no gold gate``: the stop rules before session 25 (:data:`pgrpo.live.reads.GOLD_STAND_IN_SHARE` = 0);
 * ``gold early S``: the time gate session 25 chose at S = 0.3 by the criterion its plan declared (the live history):
   a hacking flag read off a gold function counts toward no stop before S of the planned run
-  (:func:`pgrpo.live.stop_rules.gold_still_early`);
+  (:func:`pgrpo.live.reads.gold_still_early`);
 * ``gold waits``: no hacking stop at a read where the hacking flag is read off the gold function and the read's
   staged forecast counts that function as waiting to rise (its headroom in the band,
   :attr:`pgrpo.fit.staged.StagedForecast.waiting`): the same kind of gate as no_learning's and regression's (the
@@ -36,6 +36,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+import pgrpo.live.reads as reads_module  # noqa: E402
 import pgrpo.live.stop_rules as rules_module  # noqa: E402
 from pgrpo.live.benchmark import run_rows, summary_records  # noqa: E402
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, curves_up_to, summed_forecast, training_steps  # noqa: E402
@@ -97,13 +98,13 @@ def gold_waits(read) -> bool:
 def variant(name: str):
     """The stop rules with one gate in place of the chosen one (the module docstring), restored after."""
     saved = (rules_module.FORECAST_GATED_MODES, rules_module.PHASE_MODES, rules_module.forecast_allows_recovery,
-             rules_module.GOLD_STAND_IN_SHARE)
+             reads_module.GOLD_STAND_IN_SHARE)
     words = name.split()
     share = float(words[-1]) if words[-1][0].isdigit() else 0.0
     if name.startswith("gold early "):
-        rules_module.GOLD_STAND_IN_SHARE = share
+        reads_module.GOLD_STAND_IN_SHARE = share
     else:
-        rules_module.GOLD_STAND_IN_SHARE = 0.0
+        reads_module.GOLD_STAND_IN_SHARE = 0.0
     if name.startswith("gold waits"):
         rules_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
         rules_module.forecast_allows_recovery = (
@@ -115,7 +116,7 @@ def variant(name: str):
         yield
     finally:
         (rules_module.FORECAST_GATED_MODES, rules_module.PHASE_MODES, rules_module.forecast_allows_recovery,
-         rules_module.GOLD_STAND_IN_SHARE) = saved
+         reads_module.GOLD_STAND_IN_SHARE) = saved
 
 
 def _percent(share: float | None, sign: str = "") -> str:

@@ -46,6 +46,14 @@ MIN_POINTS_FOR_K = 10
 #: :mod:`pgrpo.live.stop_rules`)
 FORECAST_GATED_MODES = frozenset({"no_learning", "regression"})
 
+#: the share of the planned run (from its first logged step) before which a hacking flag read off a gold reward
+#: function, standing in for an eval column, counts toward no stop (:func:`gold_still_early`, read by
+#: :mod:`pgrpo.live.stop_rules`; session 25, chosen on the planted and dev logs with
+#: ``benchmarks/live/stop_gates.py``): early in a run that learns its format before its correctness, the function that
+#: scores the task has not started while the total rises, which is the hacking signature, and a stop there kills a
+#: healthy run; an eval column is direct evidence and is not held
+GOLD_STAND_IN_SHARE = 0.3
+
 #: the forecast runs at every this many reads by default (measured by benchmarks/live/bench_read.py: a read that
 #: diagnoses costs ~0.03 s, one that also forecasts ~0.1-0.15 s on one core, for logs of 100-1000 rows)
 DEFAULT_FORECAST_EVERY = 3
@@ -316,6 +324,13 @@ class LiveRead:
         return [mode for mode in sorted(FORECAST_GATED_MODES)
                 if (self.modes.get(mode) or {}).get("flagged") and forecast_allows_recovery(self, mode)]
 
+    @property
+    def held_early(self) -> list[str]:
+        """The modes flagged at this read that no stop counts yet because the run is early: hacking read off a gold
+        reward function before :data:`GOLD_STAND_IN_SHARE` of the planned run (:func:`gold_still_early`)."""
+        return [mode for mode in ("hacking",) if (self.modes.get(mode) or {}).get("flagged")
+                and gold_still_early(self, mode)]
+
     def verdict_line(self) -> str:
         """One line a user reads: the step, the flagged modes, where the run is headed (and which flags the
         forecast holds back from a stop)."""
@@ -341,13 +356,17 @@ class LiveRead:
         if held:
             head += (f"; {' and '.join(held)} held from a stop: the forecast's band still reaches past "
                      f"{'its threshold' if len(held) == 1 else 'their thresholds'}")
+        if self.held_early:
+            head += (f"; hacking held from a stop until {GOLD_STAND_IN_SHARE:.0%} of the run: its gold reward "
+                     "function may not have started yet")
         return f"step {self.step:g}: {summary}; {head}"
 
     def to_dict(self) -> dict[str, Any]:
-        held = self.held_by_forecast
+        held, early = self.held_by_forecast, self.held_early
         return plain({"step": self.step, "modes": self.modes, "plateau": self.plateau, "t90": self.t90,
                       "forecast_step": self.forecast_step, "seconds": self.seconds, "errors": self.errors,
                       **({"held_by_forecast": held} if held else {}),
+                      **({"held_early": early} if early else {}),
                       **({"level": self.level} if self.level is not None else {})})
 
 
@@ -472,6 +491,19 @@ def forecast_allows_recovery(read: "LiveRead", mode: str) -> bool:
     else:
         return False
     return _finite(hi80) and ceiling is not None and hi80 > ceiling
+
+
+def gold_still_early(read: "LiveRead", mode: str) -> bool:
+    """Whether ``mode`` is hacking flagged off a gold reward function standing in for an eval column (the read-out's
+    ``held_out`` number) before :data:`GOLD_STAND_IN_SHARE` of the planned run: such a read counts toward no stop.
+    False where the planned length is not known (the flag stands as before)."""
+    if mode != "hacking":
+        return False
+    numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
+    total, first = read.total_steps, read.first_step if read.first_step is not None else 0.0
+    if not numbers.get("held_out") or not total or total <= first:
+        return False
+    return read.step - first < GOLD_STAND_IN_SHARE * (float(total) - first)
 
 
 def _finite(value: Any) -> bool:

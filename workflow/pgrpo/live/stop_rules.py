@@ -26,6 +26,7 @@ from pgrpo.live.reads import (
     _finite,
     check_modes,
     forecast_allows_recovery,
+    gold_still_early,
 )
 
 #: modes whose episodes are events that recur (instability: bursts of gradient or KL spikes, crashes the reward
@@ -43,13 +44,6 @@ PHASE_MODES = frozenset({"degeneracy", "truncation", "length_collapse"})
 PLATEAU_RULE = "plateau_below"
 #: the stop rule's name in ``stop.json`` when the reward has reached the target (``stop_if_reached``)
 REACHED_RULE = "target_reached"
-
-#: the share of the planned run (from its first logged step) before which a hacking flag read off a gold reward
-#: function, standing in for an eval column, counts toward no stop (:func:`gold_still_early`; session 25, chosen on
-#: the planted and dev logs with ``benchmarks/live/stop_gates.py``): early in a run that learns its format before its
-#: correctness, the function that scores the task has not started while the total rises, which is the hacking
-#: signature, and a stop there kills a healthy run; an eval column is direct evidence and is not held
-GOLD_STAND_IN_SHARE = 0.3
 
 
 @dataclass
@@ -80,19 +74,6 @@ class StopDecision:
         return plain(out)
 
 
-def gold_still_early(read: "LiveRead", mode: str) -> bool:
-    """Whether ``mode`` is hacking flagged off a gold reward function standing in for an eval column (the read-out's
-    ``held_out`` number) before :data:`GOLD_STAND_IN_SHARE` of the planned run: such a read counts toward no stop.
-    False where the planned length is not known (the flag stands as before)."""
-    if mode != "hacking":
-        return False
-    numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
-    total, first = read.total_steps, read.first_step if read.first_step is not None else 0.0
-    if not numbers.get("held_out") or not total or total <= first:
-        return False
-    return read.step - first < GOLD_STAND_IN_SHARE * (float(total) - first)
-
-
 class StopRules:
     """The stop rules over successive reads: a mode of ``stop_on`` flagged with severity at least medium, the
     forecast plateau's upper 80% bound below ``stop_if_plateau_below``, or the reward's smoothed level at or above
@@ -101,8 +82,8 @@ class StopRules:
     has lasted ``modes.min_episode_fraction`` of the planned run count (:meth:`phase_long_enough`); for a mode of
     :data:`FORECAST_GATED_MODES`, only reads whose forecast does not expect the rise or the recovery the flag rules
     out (:func:`forecast_allows_recovery`); for hacking read off a gold reward function, only reads after
-    :data:`GOLD_STAND_IN_SHARE` of the planned run (:func:`gold_still_early`). :meth:`update` returns the decision at
-    the read that stops."""
+    :data:`pgrpo.live.reads.GOLD_STAND_IN_SHARE` of the planned run (:func:`gold_still_early`). :meth:`update`
+    returns the decision at the read that stops."""
 
     def __init__(self, settings: LiveSettings):
         self.settings = settings
