@@ -80,15 +80,6 @@ def mark_waiting(curves, reads, settings) -> None:
         WAITING[id(read)] = bool(staged) and name in (staged.get("waiting") or [])
 
 
-def gold_early(read, share: float) -> bool:
-    """Whether a read's hacking flag is read off a gold function (no eval column) before ``share`` of the planned
-    run (from the first logged step) has passed."""
-    if gold_function(read) is None or not read.total_steps:
-        return False
-    first = read.first_step or 0.0
-    return read.step - first < share * (float(read.total_steps) - first)
-
-
 def gold_waits(read) -> bool:
     """Whether a read's hacking flag is read off a gold function that its staged forecast counts as waiting."""
     return WAITING.get(id(read), False)
@@ -107,9 +98,10 @@ def variant(name: str):
         reads_module.GOLD_STAND_IN_SHARE = 0.0
     if name.startswith("gold waits"):
         rules_module.FORECAST_GATED_MODES = saved[0] | {"hacking"}
+        held = (lambda read, mode: gold_waits(read)
+                and (not share or reads_module.gold_still_early(read, mode, share)))
         rules_module.forecast_allows_recovery = (
-            lambda read, mode: (gold_waits(read) and (not share or gold_early(read, share))) if mode == "hacking"
-            else saved[2](read, mode))
+            lambda read, mode: held(read, mode) if mode == "hacking" else saved[2](read, mode))
     elif name == "phase":
         rules_module.PHASE_MODES = saved[1] | {"hacking"}
     try:

@@ -328,8 +328,8 @@ class LiveRead:
     def held_early(self) -> list[str]:
         """The modes flagged at this read that no stop counts yet because the run is early: hacking read off a gold
         reward function before :data:`GOLD_STAND_IN_SHARE` of the planned run (:func:`gold_still_early`)."""
-        return [mode for mode in ("hacking",) if (self.modes.get(mode) or {}).get("flagged")
-                and gold_still_early(self, mode)]
+        flagged = (self.modes.get("hacking") or {}).get("flagged")
+        return ["hacking"] if flagged and gold_still_early(self, "hacking") else []
 
     def verdict_line(self) -> str:
         """One line a user reads: the step, the flagged modes, where the run is headed (and which flags the
@@ -493,17 +493,18 @@ def forecast_allows_recovery(read: "LiveRead", mode: str) -> bool:
     return _finite(hi80) and ceiling is not None and hi80 > ceiling
 
 
-def gold_still_early(read: "LiveRead", mode: str) -> bool:
+def gold_still_early(read: "LiveRead", mode: str, share: float | None = None) -> bool:
     """Whether ``mode`` is hacking flagged off a gold reward function standing in for an eval column (the read-out's
-    ``held_out`` number) before :data:`GOLD_STAND_IN_SHARE` of the planned run: such a read counts toward no stop.
-    False where the planned length is not known (the flag stands as before)."""
+    ``held_out`` number) before ``share`` (default :data:`GOLD_STAND_IN_SHARE`) of the planned run: such a read
+    counts toward no stop. False where the planned length is not known (the flag stands as before)."""
+    share = GOLD_STAND_IN_SHARE if share is None else share
     if mode != "hacking":
         return False
     numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
     total, first = read.total_steps, read.first_step if read.first_step is not None else 0.0
     if not numbers.get("held_out") or not total or total <= first:
         return False
-    return read.step - first < GOLD_STAND_IN_SHARE * (float(total) - first)
+    return read.step - first < share * (float(total) - first)
 
 
 def _finite(value: Any) -> bool:

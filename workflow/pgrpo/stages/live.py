@@ -153,8 +153,8 @@ def replay_curves(curves: RunCurves, settings: LiveSettings, total_steps: float 
                              "plateau": r.plateau, "t90": r.t90, "forecast_step": r.forecast_step,
                              "seconds": r.seconds, "errors": r.errors,
                              **({"plateau_summed": r.summed_plateau} if r.summed_plateau else {}),
-                             **({"held_by_forecast": r.held_by_forecast} if r.held_by_forecast else {}),
-                             **({"held_early": r.held_early} if r.held_early else {})}
+                             **{key: held for key, held in (("held_by_forecast", r.held_by_forecast),
+                                                            ("held_early", r.held_early)) if held}}
                             for r in reads],
                   "first_flagged": first_flagged, "alerts": alerts,
                   "stopped": ({k: stopped[k] for k in ("step", "read_step", "mode", "reason", "onset_step",
