@@ -729,3 +729,86 @@ def test_a_reward_function_that_scores_every_completion_alike_is_named_silent(tm
     from pgrpo.live.page import live_html
 
     assert "<p>silent reward function: regex (0 at all 120 logged steps)" in live_html(report)
+
+
+def test_climbs_are_runs_over_factor_times_the_lagged_median():
+    """pgrpo.diagnose.modes.signals.climbs against its definition written as a plain loop: for each point from
+    ``2 x lag`` on, the median of the finite, positive, reference values ``lag`` to ``3 x lag`` points before it (at
+    least ``lag`` of them); a hit is at least ``factor`` x that median and the median plus ``min_excess``; a climb is
+    a run of ``count`` or more hits in a row, reported at its first point with its median."""
+    from pgrpo.diagnose.modes.signals import climbs
+
+    def by_definition(values, factor, lag, count, min_excess, reference):
+        usable = np.isfinite(values) & (values > 0) & (True if reference is None else reference)
+        hits, levels = [], {}
+        for i in range(values.size):
+            window = [values[j] for j in range(max(0, i - 3 * lag), i - lag) if usable[j]] if i >= 2 * lag else []
+            ok = False
+            if len(window) >= lag:
+                levels[i] = float(np.median(window))
+                ok = bool(values[i] >= factor * levels[i] and values[i] - levels[i] >= min_excess)
+            hits.append(ok)
+        out, i = [], 0
+        while i < len(hits):
+            if hits[i]:
+                j = i
+                while j < len(hits) and hits[j]:
+                    j += 1
+                if j - i >= count:
+                    out.append((i, levels[i]))
+                i = j
+            else:
+                i += 1
+        return out
+
+    rng = np.random.default_rng(1)
+    found = 0
+    for _ in range(300):
+        n = int(rng.integers(0, 80))
+        values = rng.lognormal(0, 0.3, n) * np.where(rng.uniform(size=n) < 0.3, 6.0, 1.0)
+        values[rng.uniform(size=n) < 0.05] = 0.0
+        values[rng.uniform(size=n) < 0.03] = np.nan
+        reference = rng.uniform(size=n) < 0.9 if rng.uniform() < 0.5 else None
+        lag, count = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        excess = float(rng.choice([0.0, 0.5]))
+        got = climbs(values, 3.0, lag, count, excess, reference)
+        expected = by_definition(values, 3.0, lag, count, excess, reference)
+        assert [i for i, _ in got] == [i for i, _ in expected]
+        assert [level for _, level in got] == pytest.approx([level for _, level in expected])
+        found += len(got)
+    assert found > 20  # the random logs do hold climbs
+
+
+def _climb_log(n=200, crash=True, column="grad_norm", low=1.0, cap=8.0):
+    """Steps 1..n; ``column`` at ``low`` (x1.00-1.04), from step 141 to 160 x1.25 per step up to ``cap`` x ``low``,
+    then back; the reward rising with a +-0.05 zigzag, at 0.2 from step 145 when ``crash``."""
+    def value(s):
+        return low * min(1.25 ** (s - 140), cap) if 140 < s <= 160 else low * (1 + 0.01 * (s % 5))
+
+    def reward(s):
+        return 0.2 if crash and s >= 145 else 0.3 + 0.4 * s / n + 0.05 * (-1) ** s
+    return _base(n, reward=reward, **{column: value})
+
+
+@pytest.mark.parametrize("column, low, crash, expected", [
+    ("grad_norm", 1.0, True, 147),  # 1.25^7 = 4.8 >= 4 x 1.02 first at step 147; the reward crashed from 145
+    ("grad_norm", 1.0, False, None),  # the same climb while the reward rises: the method working, not flagged
+    ("kl", 0.02, True, 149),  # a KL climb 0.02 -> 0.16 nats: x4 at 147, but 0.1 nats above its level at 149
+    ("kl", 0.002, True, None),  # x8 but 0.014 nats: under kl_spike_min, not a blow-up
+])
+def test_a_climb_with_a_reward_crash_is_unstable(tmp_path, column, low, crash, expected):
+    """Session 26's climb signal: a level that climbs to ``climb_factor`` (4) x its median 10-30 points before and
+    stays there for ``climb_points`` (3) points, where the reward crashes from the climb's first point. The onset
+    is computed by hand: the first k with 1.25^k >= 4 x 1.02 (the lagged median of 1, 1.01 ... 1.04) is 7; for the
+    KL at 0.02 x 1.25^k, 0.1 nats above 0.0204 first at k = 9 (1.25^8 = 5.96 < 6.02)."""
+    base = {} if column == "grad_norm" else {"grad_norm": 1.0}
+    history = [dict(row, **base) if column != "grad_norm" else row
+               for row in _climb_log(crash=crash, column=column, low=low)]
+    verdict = diagnose(write_log(tmp_path, f"climb_{column}_{low}_{crash}", history)).to_dict()["modes"][
+        "instability"]
+    if expected is None:
+        assert verdict["flagged"] is False
+    else:
+        name = "grad_norm" if column == "grad_norm" else "KL"
+        assert verdict["flagged"] is True and f"{name} climb" in verdict["verdict"]
+        assert verdict["onset_step"] == expected

@@ -104,6 +104,8 @@ class InstabilityConfig:
     crash_over_noise: float = 3.0  # reward crash: the reward after a spike this many s.e. below the reward before
     is_ratio_low: float = 0.5  # late median IS-ratio mean (or min) at or below this: the low side diverging
     vanishing_fraction: float = 0.9  # grad_norm 0 on this share of the late steps with zero-spread groups
+    climb_factor: float = 4.0  # climb: grad_norm (KL) >= this x the median of the points 10-30 before ...
+    climb_points: int = 3  # ... at this many consecutive logged points, with a reward crash from the first
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,12 @@ TRL log has. Each signal below is *unstable* (flagged), or a *warning* (reported
   in all, the onset at the first), or when one is followed by a reward crash (the mean of the next ``window``
   rewards below the previous ``window`` by ``instability.crash_over_noise`` standard errors); isolated spikes
   (fewer than ``spikes_unstable``) without effect are a warning;
+- a climb of grad_norm or the KL (session 26, chosen on the dev split): the value at or above
+  ``instability.climb_factor`` x the median of the positive values 10 to 30 logged points before (``spike_window``
+  to ``3 x spike_window``; for the KL also ``kl_spike_min`` nats above it) at ``climb_points`` consecutive points,
+  with a reward crash from its first point: a blow-up that builds over several steps and stays up, which the
+  spike rule's rolling reference absorbs as it goes (a sixfold KL and grad_norm climb over a dozen steps while the
+  reward falls);
 - grad_norm growth: the last-half log-linear growth factor of Figure 5 at or above ``growth_unstable`` (R^2 >=
   ``growth_min_r2``);
 - KL spikes: KL > ``kl_spike_factor`` x the median of the previous ``spike_window`` values at steps whose groups
@@ -42,6 +48,7 @@ from pgrpo.diagnose.modes.signals import (
     Curve,
     bursts,
     change_onset,
+    climbs,
     crash_after,
     curve,
     recovery_step,
@@ -103,6 +110,30 @@ def _spike_signal(name: str, c: Curve, idx: np.ndarray, reward: Curve | None, co
     return info
 
 
+def _climb_signal(name: str, c: Curve, reference: np.ndarray | None, min_excess: float, reward: Curve | None,
+                  config: DiagnosticsConfig, signals: list[dict[str, Any]]) -> dict[str, Any]:
+    """A climb of ``c`` (:func:`~pgrpo.diagnose.modes.signals.climbs`) counts where the reward crashes from its first
+    point (unstable, episode from there to the step the reward is back); a climb without a crash is not reported
+    (a KL that grows while the policy learns is the method working)."""
+    cfg, lag = config.modes.instability, config.stability.spike_window
+    runs = climbs(c.values, cfg.climb_factor, lag, cfg.climb_points, min_excess, reference)
+    crashed = [(float(c.steps[i]), level, i, drop) for i, level in runs
+               for hit, drop in [crash_after(reward, float(c.steps[i]), cfg.crash_over_noise)] if hit]
+    info = {"climb_steps": [float(c.steps[i]) for i, _ in runs[:20]],
+            "climbs_with_reward_crash": [s for s, *_ in crashed]}
+    if not crashed:
+        return info
+    step, level, i, drop = crashed[0]
+    peak = float(np.nanmax(c.values[i:]))
+    signals.append({"kind": f"{name} climb", "unstable": True, "step": step,
+                    "margin": peak / level / cfg.climb_factor,
+                    "text": f"{name} climbing x{fmt(peak / level)} from step {fmt(step)} (>= x{cfg.climb_factor:g} its "
+                            f"level {fmt(level)} at {cfg.climb_points} or more points in a row), the reward crashing by "
+                            f"{fmt(drop)}",
+                    "spans": [(step, recovery_step(reward, step, cfg.crash_over_noise))]})
+    return info
+
+
 def _zero_spread(curves: RunCurves, steps: np.ndarray) -> np.ndarray | None:
     if curves.has("frac_reward_zero_std"):
         s, v, _ = curves.series("frac_reward_zero_std")
@@ -122,7 +153,8 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
                   "is_ratio_high": stab.is_ratio_high, "is_ratio_low": cfg.is_ratio_low,
                   "vanishing_fraction": cfg.vanishing_fraction,
                   "explosion_factor": config.modes.concentration.explosion_factor,
-                  "threshold_warning": stab.threshold_warning}
+                  "threshold_warning": stab.threshold_warning, "climb_factor": cfg.climb_factor,
+                  "climb_points": cfg.climb_points}
     reward = curve(curves, "reward", config)
     grad = curve(curves, "grad_norm", config)
     kl = curve(curves, "kl", config)
@@ -145,6 +177,7 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
         numbers["grad_norm"] = _spike_signal("grad_norm", grad, spikes(grad.steps, grad.values, stab.spike_factor,
                                                                        stab.spike_window, reference=reference),
                                              reward, config, signals)
+        numbers["grad_norm"].update(_climb_signal("grad_norm", grad, reference, 0.0, reward, config, signals))
         _, growth, r2 = log_growth(grad.steps, grad.values)
         numbers["grad_norm"].update({"growth_last_half": growth, "growth_r2": r2})
         if math.isfinite(growth) and growth >= stab.growth_unstable and r2 >= stab.growth_min_r2:
@@ -175,6 +208,8 @@ def instability(curves: RunCurves, config: DiagnosticsConfig, figure5: Diagnosti
         numbers["kl"] = _spike_signal("KL", kl, spikes(kl.steps, kl.values, cfg.kl_spike_factor, stab.spike_window,
                                                        cfg.kl_spike_min, reference=None if tied is None else ~tied),
                                       reward, config, signals)
+        numbers["kl"].update(_climb_signal("KL", kl, None if tied is None else ~tied, cfg.kl_spike_min, reward, config,
+                                           signals))
     if is_max is not None:
         late = float(np.median(is_max.values[is_max.late_mask(0.5)]))
         numbers["is_ratio_max_late_median"] = late

@@ -197,6 +197,30 @@ def spikes(steps: np.ndarray, values: np.ndarray, factor: float, window: int, mi
     return np.flatnonzero(hit).astype(int)
 
 
+def climbs(values: np.ndarray, factor: float, lag: int, count: int, min_excess: float = 0.0,
+           reference: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """Each run of ``count`` or more consecutive logged points whose value is at least ``factor`` x the median of the
+    positive (``reference``) values ``lag`` to ``3 x lag`` points before it (at least ``lag`` such points: a lagged
+    baseline, so that a climb over ``lag`` points is not absorbed into its own reference, as it is into
+    :func:`spikes`' rolling one) and that median by at least ``min_excess``: a level that climbs and stays up, not
+    one value. As (index of the run's first point, its baseline median)."""
+    values = np.asarray(values, float)
+    usable = np.isfinite(values) & (values > 0)
+    if reference is not None:
+        usable &= np.asarray(reference, bool)
+    level = np.full(values.size, np.nan)
+    for i in range(2 * lag, values.size):
+        lo = max(0, i - 3 * lag)
+        base = values[lo:i - lag][usable[lo:i - lag]]
+        if base.size >= lag:
+            level[i] = float(np.median(base))
+    with np.errstate(invalid="ignore"):
+        hit = (values >= factor * level) & (values - level >= min_excess)
+    padded = np.concatenate([[0], hit.astype(int), [0]])
+    starts, ends = np.flatnonzero(np.diff(padded) == 1), np.flatnonzero(np.diff(padded) == -1)
+    return [(int(i), float(level[i])) for i, j in zip(starts, ends) if j - i >= count]
+
+
 def bursts(indices: np.ndarray, count: int, span: int) -> int | None:
     """The first index of ``count`` or more spikes within ``span`` consecutive logged points (a recurring burst, not
     isolated spikes); None if there is none."""
