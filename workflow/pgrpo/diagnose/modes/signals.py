@@ -208,12 +208,12 @@ def climbs(values: np.ndarray, factor: float, lag: int, count: int, min_excess: 
     usable = np.isfinite(values) & (values > 0)
     if reference is not None:
         usable &= np.asarray(reference, bool)
+    # the median of the usable values among the 2 x lag points ending at j (at least lag of them), read at
+    # j = i - lag - 1: the points i - 3 lag .. i - lag - 1
+    rolled = pd.Series(np.where(usable, values, np.nan)).rolling(2 * lag, min_periods=max(lag, 1)).median()
     level = np.full(values.size, np.nan)
-    for i in range(2 * lag, values.size):
-        lo = max(0, i - 3 * lag)
-        base = values[lo:i - lag][usable[lo:i - lag]]
-        if base.size >= lag:
-            level[i] = float(np.median(base))
+    if values.size > 2 * lag:
+        level[2 * lag:] = rolled.to_numpy()[lag - 1:values.size - lag - 1]
     with np.errstate(invalid="ignore"):
         hit = (values >= factor * level) & (values - level >= min_excess)
     padded = np.concatenate([[0], hit.astype(int), [0]])
