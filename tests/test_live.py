@@ -753,16 +753,17 @@ def test_a_slow_start_at_the_floor_is_not_stopped_as_a_stuck_run():
 
 def test_no_learning_and_regression_stop_only_where_the_forecast_does_not_expect_the_rise():
     """The two modes that claim a level the reward will not reach ask the forecast too: no_learning's flag counts
-    toward a stop only while the plateau's upper 80% bound is at most the late level plus the net rise's threshold
-    (0.5 + 0.1 here), regression's only while it is at most the peak minus the drop's threshold (0.8 - 0.1); a read
-    with no forecast plateau counts as before, and a phase or mechanism mode is never asked."""
+    toward a stop only while the plateau's upper 80% bound is at most the early level plus the rise the flag rules
+    out (0.45 + 0.15 here; the net rise's detection threshold, 0.4, does not enter since session 26), regression's
+    only while it is at most the peak minus the drop's threshold (0.8 - 0.1); a read with no forecast plateau counts
+    as before, and a phase or mechanism mode is never asked."""
     def read(step, mode, hi80, numbers):
         verdict = {"flagged": True, "severity": "medium", "onset_step": 1.0, "verdict": "x", "active": True,
                    "numbers": numbers}
         forecast = {"plateau": {"mean": hi80, "lo80": hi80, "hi80": hi80}} if hi80 is not None else {}
         return LiveRead(float(step), {"modes": {mode: verdict}}, forecast)
 
-    flat = {"late": 0.5, "net_threshold": 0.1}
+    flat = {"early": 0.45, "late": 0.5, "trend_upper": 0.15, "net_threshold": 0.4}
     held = read(10, "no_learning", 0.61, flat)
     assert held.held_by_forecast == ["no_learning"] and held.to_dict()["held_by_forecast"] == ["no_learning"]
     assert "no_learning held from a stop" in held.verdict_line()

@@ -28,24 +28,14 @@ Run: ``python benchmarks/live/stop_gates.py`` (about 10 minutes on one core).
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
-from pathlib import Path
-from tempfile import TemporaryDirectory
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "workflow"))
+from gate_replay import SPLITS, replay_variants, summary
 
-import pgrpo.live.reads as reads_module  # noqa: E402
-import pgrpo.live.stop_rules as rules_module  # noqa: E402
-from pgrpo.live.benchmark import run_rows, summary_records  # noqa: E402
-from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, curves_up_to, summed_forecast, training_steps  # noqa: E402
-from pgrpo.stages.diagnose import log_curves  # noqa: E402
-from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, real_runs, write_planted  # noqa: E402
-from pgrpo.stages.live import replay_curves  # noqa: E402
-from pgrpo.stages.live_benchmark import run_settings  # noqa: E402
+import pgrpo.live.reads as reads_module
+import pgrpo.live.stop_rules as rules_module
+from pgrpo.live.reads import curves_up_to, summed_forecast
 
-SPLITS = ("planted", "dev")
 #: the shares of the planned run the time gates are measured at
 SHARES = (0.2, 0.3, 0.5)
 
@@ -111,36 +101,10 @@ def variant(name: str):
          reads_module.GOLD_STAND_IN_SHARE) = saved
 
 
-def _percent(share: float | None, sign: str = "") -> str:
-    return "n/a" if share is None else f"{100 * share:{sign}.0f}%"
-
-
-def summary(rows: list[dict], split: str, mode: str) -> str:
-    """One line of :func:`pgrpo.live.benchmark.summary_records`' record for ``split`` and ``mode``."""
-    r = next(r for r in summary_records(rows) if r["split"] == split and r["rule_set"] == "ours" and r["mode"] == mode)
-    return (f"found {r['detected']}/{r['failed']}, latency {_percent(r['median_latency_share'], '+')}, "
-            f"stopped {r['stopped']}/{r['failed']}, healthy stopped {r['false_stops']}/{r['healthy']}, "
-            f"saved {_percent(r['saved_share'])}")
-
-
 def main() -> None:
     variants = ("no gold gate", "gold waits", "phase") + tuple(f"gold early {x}" for x in SHARES) + tuple(
         f"gold waits early {x}" for x in SHARES)
-    rows: dict[str, list[dict]] = {v: [] for v in variants}
-    with TemporaryDirectory() as planted_dir:
-        runs = [r for r in write_planted(Path(planted_dir)) + real_runs(DEFAULT_DATA_DIR) if r["split"] in SPLITS]
-        for number, run in enumerate(runs, 1):
-            curves = log_curves(str(run["path"]), run["meta"] or None, None, allow_non_finite=True)
-            steps, rewards, _ = curves.series("reward")
-            settings = run_settings("ours", run["meta"], 10, DEFAULT_FORECAST_EVERY)
-            reads = replay_curves(curves, settings)["_reads"]
-            stoppable = len(training_steps(curves)) // settings.every
-            mark_waiting(curves, reads, settings)
-            for name in variants:
-                with variant(name):
-                    rows[name] += run_rows(run["name"], run["split"], run["labels"], "ours", reads, settings,
-                                           stoppable, steps, rewards)
-            print(f"[{number}/{len(runs)}] {run['name']}", file=sys.stderr, flush=True)
+    rows = replay_variants(variants, variant, on_reads=mark_waiting)
     for name in variants:
         print(f"\n{name}")
         for split in SPLITS:

@@ -476,15 +476,17 @@ def _number(value: Any) -> float | None:
 
 def forecast_allows_recovery(read: "LiveRead", mode: str) -> bool:
     """Whether the read's forecast still expects what a :data:`FORECAST_GATED_MODES` flag says will not happen, by
-    the mode's own threshold: for no_learning, the plateau's upper 80% bound above the late level plus the net
-    rise's threshold (a rise the test would call one); for regression, above the peak minus the drop's threshold (a
+    the mode's own numbers: for no_learning, the plateau's upper 80% bound above the early level plus the flag's
+    one-sided upper bound on the rise (``trend_upper``: the rise the flag rules out; session 26, chosen on the planted
+    and dev logs with ``benchmarks/live/no_learning_gates.py`` over the late level plus the net rise's detection
+    threshold, a rise a noisy log may never show); for regression, above the peak minus the drop's threshold (a
     return to within noise of the peak). False where the read has no forecast plateau or the mode no such numbers
     (the flag stands as before)."""
     hi80 = read.plateau.get("hi80")
     numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
     if mode == "no_learning":
-        level, threshold = numbers.get("late"), numbers.get("net_threshold")
-        ceiling = level + threshold if all(_finite(v) for v in (level, threshold)) else None
+        level, bound = numbers.get("early"), numbers.get("trend_upper")
+        ceiling = level + max(bound, 0.0) if all(_finite(v) for v in (level, bound)) else None
     elif mode == "regression":
         peak, threshold = numbers.get("peak"), numbers.get("drop_threshold")
         ceiling = peak - threshold if all(_finite(v) for v in (peak, threshold)) else None
