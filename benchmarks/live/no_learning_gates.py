@@ -10,7 +10,7 @@ every variant's stops are taken from the same reads):
   (``z`` standard errors of the late-minus-early difference: a rise the test would call one);
 * ``A: late + bound``: the late level plus the flag's own one-sided upper bound on the rise (``trend_upper``: the
   least-squares trend's rise plus ``bound_z`` standard errors, the rise the flag rules out);
-* ``B: early + bound``: the early level plus that bound.
+* ``B: early + bound``: the early level plus that bound (the rule kept, :func:`pgrpo.live.reads.forecast_allows_recovery`).
 
 Printed per variant and split (planted, dev): with every mode in ``stop_on`` and for ``no_learning`` alone, the failed
 runs found and stopped, the healthy runs stopped and the mean share of a failed run's steps saved
@@ -45,11 +45,26 @@ def ceiling_by_bound(base: str):
     return gate
 
 
+def ceiling_by_threshold():
+    """The gate before session 26's second round: the no_learning ceiling at the late level plus ``net_threshold``."""
+    saved = reads_module.forecast_allows_recovery
+
+    def gate(read, mode: str) -> bool:
+        if mode != "no_learning":
+            return saved(read, mode)
+        numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
+        level, threshold, hi80 = numbers.get("late"), numbers.get("net_threshold"), read.plateau.get("hi80")
+        return all(_finite(v) for v in (level, threshold, hi80)) and hi80 > level + threshold
+    return gate
+
+
 @contextmanager
 def variant(name: str):
-    """The stop rules with one no_learning ceiling in place of the chosen one, restored after."""
+    """The stop rules with one no_learning ceiling in place (B is the rule kept in session 26), restored after."""
     saved = rules_module.forecast_allows_recovery
-    if name.startswith("A"):
+    if name == "detection threshold":
+        rules_module.forecast_allows_recovery = ceiling_by_threshold()
+    elif name.startswith("A"):
         rules_module.forecast_allows_recovery = ceiling_by_bound("late")
     elif name.startswith("B"):
         rules_module.forecast_allows_recovery = ceiling_by_bound("early")
