@@ -10,7 +10,8 @@ every variant's stops are taken from the same reads):
   (``z`` standard errors of the late-minus-early difference: a rise the test would call one);
 * ``A: late + bound``: the late level plus the flag's own one-sided upper bound on the rise (``trend_upper``: the
   least-squares trend's rise plus ``bound_z`` standard errors, the rise the flag rules out);
-* ``B: early + bound``: the early level plus that bound (the rule kept, :func:`pgrpo.live.reads.forecast_allows_recovery`).
+* ``B: early + bound``: the early level plus that bound (the rule kept,
+  :func:`pgrpo.live.reads.forecast_allows_recovery`).
 
 Printed per variant and split (planted, dev): with every mode in ``stop_on`` and for ``no_learning`` alone, the failed
 runs found and stopped, the healthy runs stopped and the mean share of a failed run's steps saved
@@ -25,49 +26,31 @@ from contextlib import contextmanager
 
 from gate_replay import SPLITS, replay_variants, summary
 
-import pgrpo.live.reads as reads_module
 import pgrpo.live.stop_rules as rules_module
 from pgrpo.live.reads import _finite
 
-VARIANTS = ("detection threshold", "A: late + bound", "B: early + bound")
-
-
-def ceiling_by_bound(base: str):
-    """The gate with the no_learning ceiling at ``base`` (``late`` or ``early``) plus the flag's ``trend_upper``."""
-    saved = reads_module.forecast_allows_recovery
-
-    def gate(read, mode: str) -> bool:
-        if mode != "no_learning":
-            return saved(read, mode)
-        numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
-        level, bound, hi80 = numbers.get(base), numbers.get("trend_upper"), read.plateau.get("hi80")
-        return all(_finite(v) for v in (level, bound, hi80)) and hi80 > level + max(bound, 0.0)
-    return gate
-
-
-def ceiling_by_threshold():
-    """The gate before session 26's second round: the no_learning ceiling at the late level plus ``net_threshold``."""
-    saved = reads_module.forecast_allows_recovery
-
-    def gate(read, mode: str) -> bool:
-        if mode != "no_learning":
-            return saved(read, mode)
-        numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
-        level, threshold, hi80 = numbers.get("late"), numbers.get("net_threshold"), read.plateau.get("hi80")
-        return all(_finite(v) for v in (level, threshold, hi80)) and hi80 > level + threshold
-    return gate
+#: variant -> the no_learning ceiling as (level, rise): the flag's numbers whose sum the forecast's hi80 must pass
+CEILINGS = {"detection threshold": ("late", "net_threshold"), "A: late + bound": ("late", "trend_upper"),
+            "B: early + bound": ("early", "trend_upper")}
+VARIANTS = tuple(CEILINGS)
 
 
 @contextmanager
 def variant(name: str):
-    """The stop rules with one no_learning ceiling in place (B is the rule kept in session 26), restored after."""
+    """The stop rules with the variant's no_learning ceiling, ``numbers[level] + max(numbers[rise], 0)`` (B is the
+    rule kept in session 26; ``net_threshold`` is positive, so the max leaves the first ceiling as it was), restored
+    after."""
     saved = rules_module.forecast_allows_recovery
-    if name == "detection threshold":
-        rules_module.forecast_allows_recovery = ceiling_by_threshold()
-    elif name.startswith("A"):
-        rules_module.forecast_allows_recovery = ceiling_by_bound("late")
-    elif name.startswith("B"):
-        rules_module.forecast_allows_recovery = ceiling_by_bound("early")
+    level_key, rise_key = CEILINGS[name]
+
+    def gate(read, mode: str) -> bool:
+        if mode != "no_learning":
+            return saved(read, mode)
+        numbers = ((read.diagnosis.get("modes") or {}).get(mode) or {}).get("numbers") or {}
+        level, rise, hi80 = numbers.get(level_key), numbers.get(rise_key), read.plateau.get("hi80")
+        return all(_finite(v) for v in (level, rise, hi80)) and hi80 > level + max(rise, 0.0)
+
+    rules_module.forecast_allows_recovery = gate
     try:
         yield
     finally:

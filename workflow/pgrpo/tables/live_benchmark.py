@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.live.benchmark import (BLIND, FALSE_STOP_RATE, GROUPS, LATENCY_READS, LATENCY_SHARE, RULE_SETS,
                                   rate_interval)
+from pgrpo.live.reads import GOLD_STAND_IN_SHARE
 from pgrpo.tables.diagnose_benchmark import logs_sentence
 from pgrpo.tables.render import finite_number, markdown_table
 
@@ -63,8 +64,9 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "them: no_learning's severity capped by the rise a run has ruled out, no stop on a failure that has "
              "ended by the read, no stop on no_learning or regression while the read's forecast plateau (its upper "
              "80% bound) does not exclude the rise or the return to the peak that the flag rules out, and no stop on "
-             "a hacking flag read off a gold reward function before 30% of the planned run (the holdout's false "
-             "stops of session 24 prompted the search for it; the blind batch is its test). The holdout split is "
+             f"a hacking flag read off a gold reward function before {GOLD_STAND_IN_SHARE:.0%} of the planned run "
+             "(the holdout's false stops of session 24 prompted the search for it; the blind batch is its test). The "
+             "holdout split is "
              "reported apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
