@@ -19,8 +19,9 @@ import pytest
 from pgrpo.cli import main
 from pgrpo.diagnose.modes.record import MODES
 from pgrpo.diagnose.planted import SEED, planted_logs
+from pgrpo.diagnose.readouts.hacking import gold_column
 from pgrpo.diagnose.records import RunCurves
-from pgrpo.diagnose.settings import diagnostics_config
+from pgrpo.diagnose.settings import RewardHackingConfig, diagnostics_config
 from pgrpo.errors import InputError
 from pgrpo.stages.diagnose import diagnose_log, run_diagnose, run_diagnostics
 
@@ -411,6 +412,8 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     assert one["numbers"]["eval_column"] == "rewards/correctness_reward_func/mean"
     with pytest.raises(InputError, match="gold_reward"):
         diagnostics_config({"reward_hacking": {"gold_reward": 3}})
+    with pytest.raises(InputError, match="gold_by_elimination must be true or false"):
+        diagnostics_config({"reward_hacking": {"gold_by_elimination": "yes"}})
     for row in rows:  # Unsloth's Qwen3 / Gemma3 recipes score the answer with check_answer: "answer" names it,
         # and the penalty's "answer" does not count (a word beginning with "penal" rules a function out)
         row["rewards/check_answer/mean"] = row.pop("rewards/correctness_reward_func/mean")
@@ -418,9 +421,41 @@ def test_the_gold_reward_function_is_declared_or_named_once(tmp_path):
     assert checked["numbers"]["eval_column"] == "rewards/check_answer/mean" and checked["flagged"] is True
     for row in rows:  # no gold name at all: the reason lists what to declare
         row["rewards/check_numbers/mean"] = row.pop("rewards/check_answer/mean")
-    unnamed = diagnose(write_log(tmp_path, "unnamed", rows)).to_dict()["modes"]["hacking"]
+    path = write_log(tmp_path, "unnamed", rows)
+    unnamed = diagnose(path).to_dict()["modes"]["hacking"]
     assert unnamed["flagged"] is None and "--gold-reward FN, of: " in unnamed["reason"]
     assert "check_numbers" in unnamed["reason"] and "incorrect_answer_penalty" in unnamed["reason"]
+    # opted in, a format term and a penalty ruled out leave one function: the gold term by elimination ...
+    eliminate = diagnostics_config({"reward_hacking": {"gold_by_elimination": True}})
+    left = diagnose_log(str(path), config=eliminate).to_dict()["modes"]["hacking"]
+    assert left["numbers"]["eval_column"] == "rewards/check_numbers/mean" and left["flagged"] is True
+    for row in rows:  # ... but not where two are left
+        row["rewards/brevity/mean"] = 0.0
+    two_left = diagnose_log(str(write_log(tmp_path, "two_left", rows)), config=eliminate)
+    two_left = two_left.to_dict()["modes"]["hacking"]
+    assert two_left["flagged"] is None and "--gold-reward FN, of: " in two_left["reason"]
+
+
+@pytest.mark.parametrize("names, gold", [
+    (("chess_reward_func", "format_reward_func"), "chess_reward_func"),  # a format term beside the task's score
+    (("cleaning_env_reward", "cleaning_json_format_reward"), "cleaning_env_reward"),
+    (("entity_leak_penalty_reward", "format_adherence_reward", "plausible_ignorance_reward"),
+     "plausible_ignorance_reward"),
+    (("match_format_exactly", "match_format_approximately"), None),  # every function ruled out
+    (("tool_trace_reward_fn", "format_reward_fn", "tool_use_reward_fn"), None),  # two left: which one?
+    (("sql_reward",), None),  # one function: nothing to compare the reward with
+])
+def test_the_gold_term_by_elimination(names, gold):
+    """The one reward function that ``not_gold_names`` (format, penal) do not rule out, of two or more, stands in
+    for the held-out curve where ``gold_by_elimination`` is opted into (the dev logs' function names that motivated
+    it, docs/live-history.md's third round); by default no function is taken without a gold name."""
+    frame = pd.DataFrame({"step": [1, 2, 3], "reward": [0.0, 0.5, 1.0],
+                          **{f"rewards/{n}/mean": [0.0, 0.2, 0.4] for n in names}})
+    assert gold_column(RunCurves("m", None, frame), RewardHackingConfig())[0] is None
+    column, how = gold_column(RunCurves("m", None, frame), RewardHackingConfig(gold_by_elimination=True))
+    assert column == (None if gold is None else f"rewards/{gold}/mean")
+    if gold is not None:
+        assert "not ruled out" in how
 
 
 @pytest.mark.parametrize("tokens, expected", [(3.0, True), (0.0, True), (110.0, False)])

@@ -27,10 +27,13 @@ class RewardHackingConfig:
     # without an eval column, the reward function that scores the task itself stands in for the held-out curve
     # (a reward of two or more functions): this one by name, else the one with a word of its name that begins
     # with one of gold_names (any case; in order of preference: the first word that matches decides) and none
-    # that begins with one of not_gold_names (a format term or a penalty does not score the task)
+    # that begins with one of not_gold_names (a format term or a penalty does not score the task); where none is
+    # named so and gold_by_elimination (opt-in: measured on dev and not kept as a default, docs/live-history.md's
+    # third round), the one function left when not_gold_names rule out all the others
     gold_reward: str | None = None
     gold_names: tuple[str, ...] = ("correct", "accura", "exact", "gold", "verif", "answer")
     not_gold_names: tuple[str, ...] = ("format", "penal")
+    gold_by_elimination: bool = False
     # a reward rising beyond its noise whose gold term (a term of its sum) carries less than this share of the rise
     gold_share_min: float = 0.1
 
@@ -230,6 +233,10 @@ def _check_value(key: str, default: Any, value: Any) -> Any:
         if not value or not all(isinstance(v, str) and v for v in value):
             raise InputError(f"diagnostics.{key} must be a non-empty list of column names, got {value!r}")
         return tuple(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise InputError(f"diagnostics.{key} must be true or false, got {value!r}")
+        return value
     if isinstance(default, int):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"diagnostics.{key} must be an integer >= 1, got {value!r}")

@@ -94,7 +94,9 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     ``incorrect_penalty``, ``answer_format``, ``answer_recall_penalty``). ``gold_names`` are in order of preference:
     the functions matched by the first word that matches any are the candidates (``correctness`` before
     ``check_answer``). ``(None, why not)`` when the reward has fewer than two functions, none or several
-    candidates match, or the declared one was not logged."""
+    candidates match, or the declared one was not logged. Where no function is named so and ``gold_by_elimination``
+    is opted into (measured on dev and not a default: docs/live-history.md, third round), a reward of two or more functions all but one of which ``not_gold_names`` rule out (a format term beside
+    ``chess_reward_func``) takes the one left: the task's own score by elimination."""
     functions = components(curves)
     if cfg.gold_reward is not None:
         for column in (f"rewards/{cfg.gold_reward}/mean", cfg.gold_reward):
@@ -113,11 +115,15 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
         matches = [c for c, parts in eligible.items() if any(part.startswith(word) for part in parts)]
         if matches:
             break
-    if len(matches) != 1:
-        return None, (f"no reward function named as scoring the task (declare the one that does with --gold-reward "
-                      f"FN, of: {', '.join(names.values())})" if not matches else
-                      f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
-    return matches[0], "the reward function named as scoring the task"
+    if len(matches) == 1:
+        return matches[0], "the reward function named as scoring the task"
+    if not matches and cfg.gold_by_elimination and len(eligible) == 1:
+        column = next(iter(eligible))
+        return column, ("the one reward function not ruled out as a format term or a penalty (the others: "
+                        f"{', '.join(n for c, n in names.items() if c != column)})")
+    return None, (f"no reward function named as scoring the task (declare the one that does with --gold-reward "
+                  f"FN, of: {', '.join(names.values())})" if not matches else
+                  f"several reward functions could score the task ({', '.join(matches)}): declare gold_reward")
 
 
 def held_out_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None, str]:
