@@ -95,8 +95,9 @@ def gold_column(curves: RunCurves, cfg: RewardHackingConfig) -> tuple[str | None
     the functions matched by the first word that matches any are the candidates (``correctness`` before
     ``check_answer``). ``(None, why not)`` when the reward has fewer than two functions, none or several
     candidates match, or the declared one was not logged. Where no function is named so and ``gold_by_elimination``
-    is opted into (measured on dev and not a default: docs/live-history.md, third round), a reward of two or more functions all but one of which ``not_gold_names`` rule out (a format term beside
-    ``chess_reward_func``) takes the one left: the task's own score by elimination."""
+    is opted into (measured on dev and not a default: docs/live-history.md, third round), a reward of two or more
+    functions all but one of which ``not_gold_names`` rule out (a format term beside ``chess_reward_func``) takes
+    the one left: the task's own score by elimination."""
     functions = components(curves)
     if cfg.gold_reward is not None:
         for column in (f"rewards/{cfg.gold_reward}/mean", cfg.gold_reward):
