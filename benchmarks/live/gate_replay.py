@@ -51,9 +51,19 @@ def percent(share: float | None, sign: str = "") -> str:
     return "n/a" if share is None else f"{100 * share:{sign}.0f}%"
 
 
-def summary(rows: list[dict], split: str, mode: str) -> str:
-    """One line of the live benchmark's summary record for ``split`` and ``mode`` (rule set ours)."""
-    r = next(r for r in summary_records(rows) if r["split"] == split and r["rule_set"] == "ours" and r["mode"] == mode)
+def record(records: Sequence[dict], split: str, mode: str) -> dict:
+    """The live benchmark's summary record (:func:`summary_records`, or the main job's ``summary.json``) for
+    ``split`` and ``mode``, rule set ours."""
+    return next(r for r in records if r["split"] == split and r["rule_set"] == "ours" and r["mode"] == mode)
+
+
+def summary_line(r: dict) -> str:
+    """A summary record in one line: failed runs found and stopped, latency, healthy runs stopped, steps saved."""
     return (f"found {r['detected']}/{r['failed']}, latency {percent(r['median_latency_share'], '+')}, "
             f"stopped {r['stopped']}/{r['failed']}, healthy stopped {r['false_stops']}/{r['healthy']}, "
             f"saved {percent(r['saved_share'])}")
+
+
+def summary(rows: list[dict], split: str, mode: str) -> str:
+    """One line of the live benchmark's summary record for ``split`` and ``mode`` (rule set ours)."""
+    return summary_line(record(summary_records(rows), split, mode))

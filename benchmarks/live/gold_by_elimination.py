@@ -1,6 +1,6 @@
 """Session 27's third round (docs/live-history.md): the planted and dev logs replayed live with the gold term read by
 elimination (``diagnostics.reward_hacking.gold_by_elimination``, opt-in) and compared, row by row, with the main job's
-live benchmark (``results/live_benchmark/table.csv``, the default reading). Dev only; never the holdout.
+live benchmark (``results/live_benchmark/summary.json`` and ``table.csv``, the default reading). Dev only; never the holdout.
 
     python benchmarks/live/gold_by_elimination.py   # about 10 minutes on two cores, after the main job
 """
@@ -8,6 +8,7 @@ live benchmark (``results/live_benchmark/table.csv``, the default reading). Dev 
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from contextlib import nullcontext
 from dataclasses import replace
@@ -15,26 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gate_replay import ROOT, SPLITS, replay_variants  # noqa: E402
+from gate_replay import ROOT, SPLITS, record, replay_variants, summary_line  # noqa: E402
 
 from pgrpo.diagnose.readouts import hacking  # noqa: E402
+from pgrpo.live.benchmark import summary_records  # noqa: E402
 
-MAIN_JOB_TABLE = ROOT / "results" / "live_benchmark" / "table.csv"
-
-
-def counts(rows: list[dict], split: str = "dev") -> dict[str, int]:
-    """The third round's criterion counts: hacking found and labelled, runs not labelled hacking that hacking stops,
-    healthy and failed runs stopped with every mode in stop_on."""
-    truth = lambda r: str(r["label"]) == "True"  # noqa: E731 (the CSV holds strings, the replay booleans)
-    hack = [r for r in rows if r["split"] == split and r["mode"] == "hacking"]
-    every = [r for r in rows if r["split"] == split and r["mode"] == "all"]
-    return {"hacking labelled": sum(truth(r) for r in hack),
-            "hacking found": sum(truth(r) and bool(r["first_flag"]) for r in hack),
-            "others stopped by hacking": sum(not truth(r) and bool(r["stop_step"]) for r in hack),
-            "healthy": sum(str(r["label"]) == "False" for r in every),
-            "healthy stopped": sum(str(r["label"]) == "False" and bool(r["stop_step"]) for r in every),
-            "failed": sum(truth(r) for r in every),
-            "failed stopped": sum(truth(r) and bool(r["stop_step"]) for r in every)}
+MAIN_JOB = ROOT / "results" / "live_benchmark"
 
 
 def main() -> None:
@@ -44,10 +31,13 @@ def main() -> None:
         rows = replay_variants(["elimination"], lambda name: nullcontext())["elimination"]
     finally:
         hacking.gold_column = original
-    base = [r for r in csv.DictReader(MAIN_JOB_TABLE.open()) if r["split"] in SPLITS and r["rule_set"] == "ours"]
-    print("by name only (the main job):", counts(base))
-    print("by elimination too:         ", counts(rows))
-    before = {(r["log"], r["mode"]): r for r in base}
+    # the third round's criterion: hacking's and every mode's summary on dev, the main job's against the replay's
+    base, candidate = json.loads((MAIN_JOB / "summary.json").read_text())["records"], summary_records(rows)
+    for mode in ("hacking", "all"):
+        print(f"dev, {mode}: by name only (the main job): {summary_line(record(base, 'dev', mode))}")
+        print(f"dev, {mode}: by elimination too:          {summary_line(record(candidate, 'dev', mode))}")
+    table = csv.DictReader((MAIN_JOB / "table.csv").open())
+    before = {(r["log"], r["mode"]): r for r in table if r["split"] in SPLITS and r["rule_set"] == "ours"}
     for r in rows:
         b = before.get((r["log"], r["mode"]))
         now = (str(r["first_flag"] or ""), str(r["stop_step"] or ""))

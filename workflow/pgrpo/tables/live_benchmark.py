@@ -66,8 +66,7 @@ def benchmark_markdown(records: Sequence[Mapping[str, Any]], logs_per_split: Map
              "80% bound) does not exclude the rise or the return to the peak that the flag rules out, and no stop on "
              f"a hacking flag read off a gold reward function before {GOLD_STAND_IN_SHARE:.0%} of the planned run "
              "(the holdout's false stops of session 24 prompted the search for it; the blind batch is its test). The "
-             "holdout split is "
-             "reported apart.", "",
+             "holdout split is reported apart.", "",
              "*Detected*: runs labelled yes that some read flags (timed: with a labelled onset). *Latency*: the first "
              "flagging read minus the labelled onset (negative: before it); target met when the median of latency / "
              f"max({LATENCY_SHARE:.0%} of the run, {LATENCY_READS} reads) is at most 1, a missed run counting as "
