@@ -144,7 +144,8 @@ def test_a_carried_forecast_neither_extends_nor_breaks_the_plateau_streak():
 
 @pytest.mark.slow
 def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch):
-    """Two public logs of the corpus (one per split) and the planted set cut to two cases."""
+    """Two public logs of the corpus (one per split) and the planted set cut to two cases, replayed on two worker
+    processes (each log's rows back in the logs' order)."""
     import shutil
 
     import pgrpo.stages.diagnose_benchmark as corpus
@@ -169,7 +170,7 @@ def test_the_stage_replays_a_corpus_and_writes_its_tables(tmp_path, monkeypatch)
                                                                                      "planted_stuck_at_zero")})
     held = next(k for k in keep if labels[k]["split"] == "holdout")  # the blind batch: the holdout log alone
     (data / "batches.json").write_text(json.dumps({"blind": {"name": "a test's batch", "logs": [held]}}))
-    result = run_live_benchmark(str(tmp_path / "out"), str(data), forecast_every=0)
+    result = run_live_benchmark(str(tmp_path / "out"), str(data), forecast_every=0, workers=2)  # forked replays
     assert result["logs_per_split"] == {"planted": 2, "dev": 1, "holdout": 1, "blind batch": 1}
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     by_group = {g: [{k: v for k, v in r.items() if k != "split"} for r in summary["records"] if r["split"] == g]

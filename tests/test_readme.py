@@ -704,6 +704,16 @@ def test_the_main_jobs_time_is_quoted_from_its_own_cost_table(tmp_path):
     page = render_benchmarks_page(facts, "figures")
     assert "- elapsed: **20.0 min** of wall-clock on 2 cores" in page
     assert "on 2 cores no run takes less than 15.0 min" in page  # max(900, 960 / 2)
+    # a resumed run (the others done before it) has no whole run's elapsed time to quote
+    resumed = json.loads(summary.read_text())
+    assert resumed["jobs_run"] == 3  # every job of the graph ran in the table's run above
+    summary.write_text(json.dumps({**resumed, "jobs_run": 1, "elapsed_seconds": 2.0}))
+    facts = collect_facts(job_costs_json=str(summary))
+    block = render_block(facts)
+    assert "no whole run's elapsed time (the table's run executed 1 of the 3 jobs) · 16.0 min of job-seconds" in block
+    assert "min elapsed" not in block
+    page = render_benchmarks_page(facts, "figures")
+    assert "- elapsed: no whole run measured: the run that wrote the table executed 1 of the 3 jobs" in page
     bad = tmp_path / "bad.json"
     bad.write_text('{"jobs": 3}')
     assert any("job costs" in m and "job_seconds" in m for m in collect_facts(job_costs_json=str(bad))["missing"])

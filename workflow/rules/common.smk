@@ -637,6 +637,16 @@ def evaluation_runtime(wildcards, attempt):
     )
 
 
+def benchmark_runtime(wildcards, attempt):
+    """A corpus benchmark cannot resume: benchmark_resources.runtime_min grows with the attempt as an evaluation's."""
+    return attempt_runtime(
+        config["benchmark_resources"]["runtime_min"],
+        attempt,
+        retry_settings()["eval_runtime_factor"],
+        (config.get("plan") or {}).get("partition_limit_min"),
+    )
+
+
 def model_bytes_env(spec):
     """`PGRPO_MODEL_BYTES=N ` (bf16 weights) for vllm_gpu_memory_utilization: auto; "" when the size is unknown."""
     from pgrpo.stages.plan import model_params_b

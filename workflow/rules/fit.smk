@@ -147,12 +147,14 @@ rule forecast_benchmark:
         "results/benchmarks/forecast_benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
+    threads: config["benchmark_resources"]["threads"]
     resources:
-        runtime=30,
+        runtime=benchmark_runtime,
         mem_mb=attempt_mem(4000),
+        cpus_per_task=lambda wildcards, threads: threads,
     params:
         section=as_json("forecast_benchmark"),
     shell:
-        "PYTHONPATH=workflow python -m pgrpo forecast-benchmark --section-json {params.section:q}"
+        "PYTHONPATH=workflow python -m pgrpo forecast-benchmark --section-json {params.section:q} --workers {threads}"
         " --logs {input.logs} --kref-logs {input.kref} --csv {output.csv} --md {output.md} --png {output.png}"
         " > {log} 2>&1"

@@ -22,9 +22,11 @@ rule live_benchmark:
         "results/benchmarks/live_benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
+    threads: config["benchmark_resources"]["threads"]
     resources:
-        runtime=30,
-        mem_mb=2000,
+        runtime=benchmark_runtime,
+        mem_mb=attempt_mem(2000),
+        cpus_per_task=lambda wildcards, threads: threads,
     shell:
         "PYTHONPATH=workflow python -m pgrpo live-benchmark --data-dir benchmarks/forecast/data"
-        " --out results/live_benchmark > {log} 2>&1"
+        " --out results/live_benchmark --workers {threads} > {log} 2>&1"

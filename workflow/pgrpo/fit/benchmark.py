@@ -338,52 +338,73 @@ def score_curve(curve: Curve, fraction: float, prediction: Predictive, persisten
 
 
 def run_protocol(corpus: Sequence[Curve], methods: Mapping[str, Method], fractions: Sequence[float] = FRACTIONS,
-                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                 progress: Callable[[str], None] | None = None, workers: int | None = 1) -> list[dict[str, Any]]:
     """Every (curve, fraction, method) scored; curves with too few early or held-out points are skipped (a row
     with ``success = False`` and a message); a baseline whose fit fails is scored as persistence (what its user
-    falls back to; ``fell_back_to_persistence`` says where), so every method is scored on every curve."""
+    falls back to; ``fell_back_to_persistence`` says where), so every method is scored on every curve. The curves
+    are independent: ``workers`` processes score them side by side (:func:`pgrpo.parallel.ordered_map`), the rows
+    merged in the corpus's order."""
+    from pgrpo.parallel import ordered_map
+
     by_group: dict[str, list[Curve]] = {}
     for curve in corpus:
         if curve.group:
             by_group.setdefault(curve.group, []).append(curve)
+
+    def announce(index: int, _: Any) -> None:
+        if progress:
+            progress(corpus[index].id)
+
+    scored = ordered_map(lambda index: score_curve_cuts(corpus[index], methods, fractions, by_group), len(corpus),
+                         workers, announce)
     rows: list[dict[str, Any]] = []
     sweeps: dict[tuple, list[tuple]] = {}
-    for curve in corpus:
-        for fraction in fractions:
-            early, held = cut(curve, fraction)
-            if early.sum() < MIN_EARLY or held.sum() < MIN_HELD_OUT:
-                rows.append({"curve": curve.id, "part": curve.part, "split": curve.split, "column": curve.column,
-                             "fraction": fraction, "method": "all", "success": False,
-                             "message": f"{int(early.sum())} early / {int(held.sum())} held-out points"})
-                continue
-            t, y = curve.steps[early], curve.values[early]
-            steps = curve.steps[held]
-            context = context_at_cut(curve, by_group, fraction)
-            naive = baseline_forecast("persistence", t, y, steps)
-            first_row = len(rows)
-            for name, method in methods.items():
-                if name == STAGED and not curve.components:
-                    continue  # the staged method needs the reward functions' own logs
-                if name == FAMILY_ORACLE and not has_family_form(curve):
-                    continue  # told the form only where the generator made the curve
-                prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
-                fell_back = not prediction.success and name in BASELINES
-                if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
-                    prediction = dataclasses.replace(naive)
-                prediction.method = name
-                row = score_curve(curve, fraction, prediction, naive)
-                row["fell_back_to_persistence"] = fell_back
-                rows.append(row)
-                if curve.sweep and prediction.success and "plateau_true" in row:
-                    tail = min(max(1, int(round(PLATEAU_SHARE * curve.steps.size))), steps.size)
-                    sweeps.setdefault((curve.sweep, fraction, name), []).append((
-                        curve, np.mean(prediction.mean_draws[:, -tail:], axis=1), row["plateau_forecast"],
-                        smoothed_level(y)[0], row["plateau_true"], row.get("plateau_true_se", 0.0)))
-            rows.extend(panel_rows(rows[first_row:]))
-        if progress:
-            progress(curve.id)
+    for curve, (curve_rows, members) in zip(corpus, scored):
+        rows += curve_rows
+        for key, member in members:
+            sweeps.setdefault(key, []).append((curve, *member))
     sweep_scores = sweep_rows(sweeps)
     return rows + sweep_scores + panel_sweep_rows(sweep_scores)
+
+
+def score_curve_cuts(curve: Curve, methods: Mapping[str, Method], fractions: Sequence[float],
+                     by_group: Mapping[str, Sequence[Curve]]) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """One curve of :func:`run_protocol`: its rows at every fraction, and its entries of the sweeps it is in,
+    ``((sweep, fraction, method), (plateau draws, plateau forecast, level at the cut, true plateau, its s.e.))``."""
+    rows: list[dict[str, Any]] = []
+    members: list[tuple] = []
+    for fraction in fractions:
+        early, held = cut(curve, fraction)
+        if early.sum() < MIN_EARLY or held.sum() < MIN_HELD_OUT:
+            rows.append({"curve": curve.id, "part": curve.part, "split": curve.split, "column": curve.column,
+                         "fraction": fraction, "method": "all", "success": False,
+                         "message": f"{int(early.sum())} early / {int(held.sum())} held-out points"})
+            continue
+        t, y = curve.steps[early], curve.values[early]
+        steps = curve.steps[held]
+        context = context_at_cut(curve, by_group, fraction)
+        naive = baseline_forecast("persistence", t, y, steps)
+        first_row = len(rows)
+        for name, method in methods.items():
+            if name == STAGED and not curve.components:
+                continue  # the staged method needs the reward functions' own logs
+            if name == FAMILY_ORACLE and not has_family_form(curve):
+                continue  # told the form only where the generator made the curve
+            prediction = naive if name == "persistence" else method(curve, t, y, steps, context)
+            fell_back = not prediction.success and name in BASELINES
+            if fell_back:  # a user whose fit fails carries the level forward: every method scores every curve
+                prediction = dataclasses.replace(naive)
+            prediction.method = name
+            row = score_curve(curve, fraction, prediction, naive)
+            row["fell_back_to_persistence"] = fell_back
+            rows.append(row)
+            if curve.sweep and prediction.success and "plateau_true" in row:
+                tail = min(max(1, int(round(PLATEAU_SHARE * curve.steps.size))), steps.size)
+                members.append(((curve.sweep, fraction, name), (
+                    np.mean(prediction.mean_draws[:, -tail:], axis=1), row["plateau_forecast"],
+                    smoothed_level(y)[0], row["plateau_true"], row.get("plateau_true_se", 0.0))))
+        rows.extend(panel_rows(rows[first_row:]))
+    return rows, members
 
 
 #: a bound that sees only the early window: of the benchmark's forecasts (:data:`PANEL_METHODS`), each score's best

@@ -440,10 +440,10 @@ def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence
                                out_png: str | None = None, data_dir: str | None = None,
                                simulator: Callable | None = None, origin: str | None = None,
                                progress: Callable[[str], None] | None = None,
-                               kref_logs: Sequence[str] = ()) -> dict[str, Any]:
+                               kref_logs: Sequence[str] = (), workers: int = 1) -> dict[str, Any]:
     """The whole benchmark of the ``forecast_benchmark`` config section: the corpus parts (a part without data is
     "not run"; ``kref_logs``: the K_ref sweep's runs), the forecaster with its kept levers, the baselines, the levers
-    switched."""
+    switched; the curves scored on ``workers`` processes (:mod:`pgrpo.parallel`)."""
     unknown = sorted(set(section or {}) - set(DEFAULTS))
     if unknown:
         raise InputError(f"config key 'forecast_benchmark.{unknown[0]}' is not a known key "
@@ -474,7 +474,7 @@ def run_forecast_benchmark_all(section: Mapping[str, Any] | None, logs: Sequence
               else None)
     return run_forecast_benchmark(own + bandit + real + generated + sweep + kref, default_methods(default), out_csv, out_md,
                                   out_png, fractions=cfg["fractions"], levers=levers, notes=notes, progress=progress,
-                                  lever_parts=("workflow", "bandit", "real"))
+                                  lever_parts=("workflow", "bandit", "real"), workers=workers)
 
 
 def _num(value: Any) -> float | None:
@@ -500,9 +500,10 @@ def run_forecast_benchmark(corpus: Sequence[Curve], methods: Mapping[str, Callab
                            out_png: str | None = None, fractions: Sequence[float] = (0.1, 0.25, 0.5),
                            levers: Mapping[str, Callable] | None = None, lever_fraction: float = 0.25,
                            notes: Sequence[str] = (), progress: Callable[[str], None] | None = None,
-                           lever_parts: Sequence[str] | None = None) -> dict[str, Any]:
-    """Score ``methods`` on ``corpus`` at each fraction (and the lever variants ``levers`` at ``lever_fraction``),
-    write the rows (CSV), the summary (Markdown, with ``notes``) and the figure; return rows and summary."""
+                           lever_parts: Sequence[str] | None = None, workers: int = 1) -> dict[str, Any]:
+    """Score ``methods`` on ``corpus`` at each fraction (and the lever variants ``levers`` at ``lever_fraction``) on
+    ``workers`` processes, write the rows (CSV), the summary (Markdown, with ``notes``) and the figure; return rows
+    and summary."""
     import pandas as pd
 
     from pgrpo.atomic import write_csv, write_text
@@ -510,12 +511,12 @@ def run_forecast_benchmark(corpus: Sequence[Curve], methods: Mapping[str, Callab
 
     if not corpus:
         raise InputError("the forecast benchmark corpus is empty")
-    rows = run_protocol(corpus, methods, fractions, progress=progress)
+    rows = run_protocol(corpus, methods, fractions, progress=progress, workers=workers)
     lever_rows: list[dict[str, Any]] = []
     if levers:
         lever_corpus = [c for c in corpus if lever_parts is None or c.part in lever_parts]
         lever_rows = run_protocol(lever_corpus, {"persistence": methods["persistence"], **levers}, [lever_fraction],
-                                  progress=progress)
+                                  progress=progress, workers=workers)
         lever_rows = [r for r in lever_rows if r.get("method") != "persistence"]
     summary = summarize(rows)
     lever_summary = summarize(lever_rows + [r for r in rows if r.get("fraction") == lever_fraction]) if levers else []

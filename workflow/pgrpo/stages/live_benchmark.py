@@ -30,6 +30,7 @@ from pgrpo.atomic import write_csv, write_json, write_text
 from pgrpo.diagnose.planted import SEED
 from pgrpo.live.benchmark import GROUPS, RULE_SETS, in_group, live_settings, run_rows, summary_records
 from pgrpo.live.reads import DEFAULT_FORECAST_EVERY, LiveSettings, training_steps
+from pgrpo.parallel import ordered_map
 from pgrpo.stages.diagnose import log_curves
 from pgrpo.stages.diagnose_benchmark import DEFAULT_DATA_DIR, blind_batch, real_runs, write_planted
 from pgrpo.stages.live import replay_curves
@@ -66,24 +67,28 @@ def replay_run(run: dict[str, Any], every: int, forecast_every: int) -> tuple[li
 
 def run_live_benchmark(out_dir: str, data_dir: str = DEFAULT_DATA_DIR, every: int = 10,
                        forecast_every: int = DEFAULT_FORECAST_EVERY,
-                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Replay every planted and labelled log with both rule sets, score, write the tables (module docstring).
-    Returns the summary records and the rows."""
+                       progress: Callable[[str], None] | None = None, workers: int = 1) -> dict[str, Any]:
+    """Replay every planted and labelled log with both rule sets on ``workers`` processes (each log's replay is
+    its own: :mod:`pgrpo.parallel`), score, write the tables (module docstring). Returns the summary records and the
+    rows."""
     out = Path(out_dir)
     runs = real_runs(data_dir)  # bad input fails before any work
     runs = write_planted(out) + runs
     rows: list[dict[str, Any]] = []
     seconds = {r: 0.0 for r in RULE_SETS}
     reads = {r: 0 for r in RULE_SETS}
-    for run in runs:
-        run_rows_, replays = replay_run(run, every, forecast_every)
-        rows += run_rows_
+
+    def keep(index: int, replayed: tuple[list[dict[str, Any]], dict]) -> None:
+        run_rows_, replays = replayed
+        rows.extend(run_rows_)
         for rule_set, replay in replays.items():
             seconds[rule_set] += replay["seconds"]
             reads[rule_set] += len(replay["reads"])
-        write_json(out / "reads" / f"{run['name']}.json", replays)
+        write_json(out / "reads" / f"{runs[index]['name']}.json", replays)
         if progress:
-            progress(run["name"])
+            progress(runs[index]["name"])
+
+    ordered_map(lambda index: replay_run(runs[index], every, forecast_every), len(runs), workers, keep)
     records = summary_records(rows)
     logs_per_split = {s: len({r["log"] for r in rows if in_group(r, s)}) for s in GROUPS}
     settings = {"every": every, "forecast_every": forecast_every, "seed": SEED,

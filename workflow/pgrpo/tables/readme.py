@@ -100,9 +100,11 @@ def _job_time(h: Mapping[str, Any]) -> str:
 def _main_job(h: Mapping[str, Any]) -> str:
     elapsed, job_seconds, critical = h["values"]
     ran = h.get("jobs_run")
-    text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores"
-            + (f" (running {ran} of the jobs)" if ran is not None and ran != h["values"][1]["of"] else "") + " · "
-            if elapsed.get("value") is not None else "")
+    if ran is not None and ran != job_seconds["of"]:  # a resumed run's wall-clock is not the main job's
+        text = f"no whole run's elapsed time (the table's run executed {ran} of the {job_seconds['of']} jobs) · "
+    else:
+        text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores · "
+                if elapsed.get("value") is not None else "")
     text += (f"{fmt(job_seconds['value'] / 60, '.1f')} min of job-seconds over {job_seconds['of']} jobs · critical "
              f"path {fmt(critical['value'] / 60, '.1f')} min")
     if h.get("costliest"):

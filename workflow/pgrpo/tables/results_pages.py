@@ -585,8 +585,12 @@ def _costs(costs: Mapping[str, Any]) -> list[str]:
     elapsed = costs.get("elapsed_seconds")
     lines = ["The run's cost table (`results/costs/job_costs.md`; how it is made: [Where the time goes]"
              "(performance.md)):", ""]
-    if elapsed is not None:
-        ran = costs.get("jobs_run")
+    ran = costs.get("jobs_run")
+    if elapsed is not None and ran is not None and ran != costs["jobs"]:
+        lines.append(f"- elapsed: no whole run measured: the run that wrote the table executed {ran} of the "
+                     f"{costs['jobs']} jobs (the others were done by earlier runs), in {fmt(elapsed / 60, '.1f')} "
+                     "min; the critical path below bounds a whole run's;")
+    elif elapsed is not None:
         lines.append(f"- elapsed: **{fmt(elapsed / 60, '.1f')} min** of wall-clock on {costs['cores']} cores, from "
                      "the run's start to its cost table (the README's summary after it takes seconds)"
                      + (f"; that run executed {ran} of the {costs['jobs']} jobs" if ran is not None else "") + ";")

@@ -127,6 +127,12 @@ def add_required(parser: argparse.ArgumentParser, *flags: str) -> None:
         parser.add_argument(flag, required=True)
 
 
+def add_workers_arg(parser: argparse.ArgumentParser) -> None:
+    """``--workers N``: a corpus benchmark's processes (the rule passes its ``threads``; :mod:`pgrpo.parallel`)."""
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="score the corpus on N processes (default 1; the tables do not depend on N)")
+
+
 def parse_component_ranges(triples) -> dict[str, tuple[float, float]]:
     """``--component-range FN LO HI`` (repeatable) as ``{FN: (LO, HI)}``; LO and HI not numbers, or not LO < HI, is
     an input error naming FN."""

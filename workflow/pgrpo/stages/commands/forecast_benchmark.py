@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pgrpo.stages.commands import BENCHMARKS, Commands, add_required, add_section_args, config_section
+from pgrpo.stages.commands import (
+    BENCHMARKS,
+    Commands,
+    add_required,
+    add_section_args,
+    add_workers_arg,
+    config_section,
+)
 
 
 def add_commands(commands: Commands) -> None:
@@ -13,12 +20,19 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--kref-logs", nargs="*", default=[], help="the K_ref sweep's grid runs' log.csv files (part e: "
                                                               "a sweep per arm)")
     p.add_argument("--data-dir", help="public TRL logs (default: forecast_benchmark.data_dir)")
+    add_workers_arg(p)
     add_required(p, "--csv", "--md", "--png")
 
 
 def _forecast_benchmark(args):
+    import sys
+
+    from tqdm import tqdm
+
     from pgrpo.stages import forecast_benchmark
 
-    forecast_benchmark.run_forecast_benchmark_all(config_section(args, "forecast_benchmark"), args.logs, args.csv,
-                                                  args.md, args.png, data_dir=args.data_dir,
-                                                  kref_logs=args.kref_logs)
+    with tqdm(desc="forecast benchmark", unit="curve", file=sys.stderr) as bar:
+        forecast_benchmark.run_forecast_benchmark_all(config_section(args, "forecast_benchmark"), args.logs,
+                                                      args.csv, args.md, args.png, data_dir=args.data_dir,
+                                                      kref_logs=args.kref_logs, workers=args.workers,
+                                                      progress=lambda _: bar.update())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from pgrpo.stages.commands import BENCHMARKS, USER_TOOLS, Commands, parse_component_ranges
+from pgrpo.stages.commands import BENCHMARKS, USER_TOOLS, Commands, add_workers_arg, parse_component_ranges
 
 _MODES_HELP = "hacking, degeneracy, concentration, instability, no_learning, regression, truncation"
 
@@ -69,6 +69,7 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--every", type=int, default=10, help="our read cadence in logged steps (default 10)")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read "
                                                                  "(default 3, the callback's)")
+    add_workers_arg(p)
 
 
 def _stop_rule_arguments(p, effect: str) -> None:
@@ -103,7 +104,7 @@ def _live_benchmark(args):
 
     with tqdm(desc="live benchmark", unit="log", file=sys.stderr) as bar:
         result = live_benchmark.run_live_benchmark(args.out, args.data_dir, args.every, args.forecast_every,
-                                                   progress=lambda _: bar.update())
+                                                   progress=lambda _: bar.update(), workers=args.workers)
     from pgrpo.live.benchmark import SPLITS
 
     logs = sum(n for split, n in result["logs_per_split"].items() if split in SPLITS)
