@@ -34,8 +34,10 @@ def test_a_worker_s_error_is_raised_in_the_caller():
             raise ValueError("item 2 is bad")
         return i
 
-    with pytest.raises(ValueError, match="item 2 is bad"):
+    with pytest.raises(ValueError, match="item 2 is bad") as raised:
         ordered_map(work, 4, 2)
+    assert "in worker 0 of 2, item 2" in "\n".join(raised.value.__notes__)  # which item, and its traceback
+    assert "raise ValueError" in "\n".join(raised.value.__notes__)
 
 
 def test_items_are_dealt_in_a_fixed_pattern_so_a_rerun_repeats_each_worker_s_history():

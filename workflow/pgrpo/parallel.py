@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import queue as queue_module
+import traceback
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
@@ -45,6 +46,7 @@ def _deal(worker: int, workers: int, count: int, results: Any) -> None:
         for index in range(worker, count, workers):
             results.put((index, True, _WORK(index)))  # type: ignore[misc]
     except BaseException as error:  # noqa: BLE001 - every failure is the caller's to raise
+        error.add_note(f"in worker {worker} of {workers}, item {index}:\n{traceback.format_exc()}")
         try:
             results.put((index, False, error))
         except Exception:  # noqa: BLE001 - an exception that does not pickle goes back as its text
@@ -95,6 +97,9 @@ def ordered_map(work: Callable[[int], T], count: int, workers: int | None = 1,
     finally:
         _WORK = None
         for process in processes:
+            if process.pid is None:
+                continue  # never started
             if process.is_alive():
                 process.terminate()
+            process.join(timeout=10)  # reaped: no zombie left behind an error
     return results
