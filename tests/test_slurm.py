@@ -164,6 +164,17 @@ def test_paper_grid_asks_slurm_for_what_each_job_needs(repo_root, tmp_path, pape
                 assert resources["runtime"] == str(planned[job["output"][0]]), (rule, resources["runtime"])
             else:
                 assert resources["runtime"] == str(section["runtime_min"])
+    # the corpus benchmarks (CPU jobs that cannot resume): benchmark_resources' processes and minutes, --workers
+    defaults = read_yaml(repo_root / "config" / "schema.yaml")["properties"]["benchmark_resources"]["properties"]
+    asked = {key: (paper_config.get("benchmark_resources") or {}).get(key, defaults[key]["default"])
+             for key in ("threads", "runtime_min")}
+    assert "forecast_benchmark" in by_rule  # live_benchmark too where the copy has benchmarks/ (this one has not)
+    for rule in [r for r in ("forecast_benchmark", "live_benchmark") if r in by_rule]:
+        (job,) = by_rule[rule]
+        assert "slurm_partition" not in job["resources"] or job["resources"]["slurm_partition"] != "gpu", job
+        assert job["resources"]["cpus_per_task"] == str(asked["threads"]), (rule, job["resources"])
+        assert job["resources"]["runtime"] == str(asked["runtime_min"]), (rule, job["resources"])
+        assert f"--workers {asked['threads']}" in job["shell"], job["shell"]
     for job in by_rule["train"]:
         assert job["resources"]["mem_mb"] == str(paper_training["mem_mb"])
         assert job["resources"]["slurm_extra"] == f"--signal=URG@{leads[job['output'][0]]}"  # the plan's lead
