@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     parser.add_argument("--fractions", type=float, nargs="+", default=DEFAULTS["fractions"])
     parser.add_argument("--bandit-settings", type=int, default=None, help="only the first N bandit settings")
     parser.add_argument("--no-levers", action="store_true", help="skip the lever ablations")
+    parser.add_argument("--workers", type=int, default=1, help="score the corpus on N processes (pgrpo.parallel)")
     parser.add_argument("--finite-g-file", default="/work/main/workflow/pgrpo/finite_g_bandit.py")
     args = parser.parse_args(argv)
 
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     section = {"fractions": args.fractions, "bandit_settings": args.bandit_settings, "levers": not args.no_levers}
     started = time.time()
     result = run_forecast_benchmark_all(section, logs, args.csv, args.md, args.png, data_dir=args.data_dir,
-                                        simulator=simulator, origin=origin,
+                                        simulator=simulator, origin=origin, workers=args.workers,
                                         progress=lambda cid: print(f"{time.time() - started:7.1f}s {cid}",
                                                                    file=sys.stderr))
     print(f"forecast benchmark: {len({r['curve'] for r in result['rows']})} curves in "
