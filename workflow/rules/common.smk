@@ -152,12 +152,7 @@ def eval_job_runtime(wildcards, attempt):
     name = f"train_eval/{wildcards.model}/G{wildcards.G}/seed{wildcards.seed}"
     value = config["training"]["resources"]["runtime_min"]
     base = planned_job(name).runtime_min if value == "auto" else int(value)
-    return attempt_runtime(
-        base,
-        attempt,
-        retry_settings()["eval_runtime_factor"],
-        (config.get("plan") or {}).get("partition_limit_min"),
-    )
+    return unresumable_runtime(base, attempt)
 
 
 def train_signal_extra(wildcards):
@@ -623,12 +618,10 @@ def attempt_mem(base):
     )
 
 
-def evaluation_runtime(wildcards, attempt):
-    """An evaluation cannot resume: its runtime grows with the attempt (at most plan.partition_limit_min)."""
-    base = job_runtime(
-        "evaluation",
-        f"evaluate/{wildcards.model}/{wildcards.variant}/{wildcards.benchmark}",
-    )
+def unresumable_runtime(base, attempt):
+    """The runtime of a job that cannot resume: ``base`` x retries.eval_runtime_factor^(attempt - 1), at most
+    plan.partition_limit_min (a retry with the same limit would time out the same way).
+    """
     return attempt_runtime(
         base,
         attempt,
@@ -637,14 +630,18 @@ def evaluation_runtime(wildcards, attempt):
     )
 
 
-def benchmark_runtime(wildcards, attempt):
-    """A corpus benchmark cannot resume: benchmark_resources.runtime_min grows with the attempt as an evaluation's."""
-    return attempt_runtime(
-        config["benchmark_resources"]["runtime_min"],
-        attempt,
-        retry_settings()["eval_runtime_factor"],
-        (config.get("plan") or {}).get("partition_limit_min"),
+def evaluation_runtime(wildcards, attempt):
+    """An evaluation cannot resume: its runtime grows with the attempt."""
+    base = job_runtime(
+        "evaluation",
+        f"evaluate/{wildcards.model}/{wildcards.variant}/{wildcards.benchmark}",
     )
+    return unresumable_runtime(base, attempt)
+
+
+def benchmark_runtime(wildcards, attempt):
+    """A corpus benchmark cannot resume: benchmark_resources.runtime_min grows with the attempt."""
+    return unresumable_runtime(config["benchmark_resources"]["runtime_min"], attempt)
 
 
 def model_bytes_env(spec):
