@@ -79,7 +79,8 @@ def _cell(mean_curve, panel_mean, plateau, panel_plateau, pairs=None, panel_pair
 
 
 def test_the_page_names_the_panel_bound_beside_the_cubic():
-    from pgrpo.tables.results_pages import PANEL_NAME, _forecast_truth
+    from pgrpo.tables.forecast_truth import PANEL_NAME, PANEL_SWEEP_NAME
+    from pgrpo.tables.results_pages import _forecast_truth
 
     text = "\n".join(_forecast_truth([_cell(0.9, 0.75, 0.8, 0.3)]))
     assert f"hindsight cubic 0.200: in reach; {PANEL_NAME} 0.750: out of the reach of every forecast here" in text
@@ -88,9 +89,9 @@ def test_the_page_names_the_panel_bound_beside_the_cubic():
     assert "0.500 met" in text and "0.400 met" in text and PANEL_NAME not in text.split("|", 20)[-1]
     # pairs: 70% right with the order at the cut at 50% misses 80%; a panel at 85% (+35 points) is in reach
     text = "\n".join(_forecast_truth([_cell(0.9, 0.75, 0.8, 0.3, pairs=0.7, panel_pairs=0.85)]))
-    assert f"70% · 50% **not met** (hindsight cubic 100%: in reach; {PANEL_NAME} 85%: in reach)" in text
+    assert f"70% · 50% **not met** (hindsight cubic 100%: in reach; {PANEL_SWEEP_NAME} 85%: in reach)" in text
     text = "\n".join(_forecast_truth([_cell(0.9, 0.75, 0.8, 0.3, pairs=0.7, panel_pairs=0.55)]))
-    assert f"{PANEL_NAME} 55%: out of the reach of every forecast here" in text
+    assert f"{PANEL_SWEEP_NAME} 55%: out of the reach of every forecast here" in text
 
 
 def test_benchmark_md_verdicts_read_the_panel():
@@ -100,9 +101,10 @@ def test_benchmark_md_verdicts_read_the_panel():
     summary = [{**common, "method": "forecaster", "curves": 3, "truth_kind": "true mean", "coverage80": 0.8,
                 "mean_rmse_ratio": 0.9, "moving_mean_rmse_ratio": 0.9, "moving_plateau_error_ratio": 0.8},
                {**common, "method": PANEL, "moving_mean_rmse_ratio": 0.7, "moving_plateau_error_ratio": 0.4}]
-    (line,) = truth_verdict_lines(summary)
-    assert "chosen per curve in hindsight, is at 0.700 x: out of the reach of every forecast here" in line
-    assert "chosen per curve in hindsight, is at 0.400 x: in reach" in line
+    line = truth_verdict_lines(summary)[0]
+    assert "chosen per curve in hindsight 0.700: out of the reach of every forecast here" in line
+    assert "chosen per curve in hindsight 0.400: in reach" in line
+    assert line.endswith("-> open: a missed target that every bound leaves in reach")  # the plateau's
 
 
 def test_arithmetic_bounds_on_the_decision_targets():
@@ -135,7 +137,7 @@ def test_arithmetic_bounds_on_the_decision_targets():
            "truth_kind": "true mean", "coverage80": 0.8, "mean_rmse_ratio": 0.5, "moving_mean_rmse_ratio": 0.5,
            "moving_plateau_error_ratio": 0.4, "pairs_right": 0.92, "pairs_right_at_cut": 0.96, "steps_saved": 0.1,
            "stop_loss_share": 0.0, "steps_saved_ceiling": 0.375}
-    (line,) = truth_verdict_lines([row])
+    line = truth_verdict_lines([row])[0]
     assert "out of any forecast's reach" in line and "out of any stop rule's reach" in line
 
 
@@ -152,10 +154,8 @@ def test_benchmark_md_pairs_verdict_reads_the_panel():
                     "mean_rmse_ratio": 0.5, "moving_mean_rmse_ratio": 0.5, "moving_plateau_error_ratio": 0.4,
                     "pairs_right": 0.6, "pairs_right_at_cut": at_cut, "steps_saved": 0.5, "stop_loss_share": 0.0},
                    {**common, "method": PANEL, "pairs_right": panel_pairs, "pairs_right_at_cut": at_cut}]
-        (text,) = truth_verdict_lines(summary)
-        return text
+        return truth_verdict_lines(summary)[0]
 
-    assert "chosen per sweep in hindsight, orders 71% right: out of the reach of every forecast here" in line(
-        0.71, 0.5)
-    assert "chosen per sweep in hindsight, orders 90% right: in reach" in line(0.9, 0.5)
-    assert "orders 85% right: out of the reach" in line(0.85, 0.8)
+    assert "chosen per sweep in hindsight 71%: out of the reach of every forecast here" in line(0.71, 0.5)
+    assert "chosen per sweep in hindsight 90%: in reach" in line(0.9, 0.5)
+    assert "chosen per sweep in hindsight 85%: out of the reach" in line(0.85, 0.8)

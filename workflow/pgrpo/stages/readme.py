@@ -28,7 +28,8 @@ from pgrpo.errors import InputError, one_line
 from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, ORACLE, PANEL, SEEDS_TRUTH, summarize
 from pgrpo.stages.results_pages import (FACTS_NAME, figure_facts, headline_facts, pages_errors,
                                         reproducibility_facts, train_rise_facts, write_pages)
-from pgrpo.tables.forecast_benchmark import TARGET_FRACTION, in_part_order
+from pgrpo.fit.truth_targets import TARGET_FRACTION, truth_cell
+from pgrpo.tables.forecast_benchmark import in_part_order
 from pgrpo.tables.readme import block_errors, find_block, render_block, replace_block
 
 
@@ -328,16 +329,6 @@ def _cell_value(column: str, value: str) -> Any:
 TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_covered80", "truth_moves",
                "pairs_right", "pairs_right_at_cut", "brier", "steps_saved", "stop_loss_share", "pairs",
                "steps_saved_ceiling")
-#: the same scores of the cubic fitted in hindsight to the held-out values (``hindsight_<key>``): the bound that says
-#: whether a missed target is in any forecast's reach
-HINDSIGHT_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right", "steps_saved",
-                         "stop_loss_share")
-#: the scores of the generating family fitted to the early window (``family_<key>``: closed-form and bandit cells,
-#: the bandit's true dynamics): the bound that says whether a missed target is in the early window's reach
-FAMILY_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio")
-#: the scores of the best early-window forecast chosen per curve in hindsight (``panel_<key>``, every cell): the
-#: bound that says whether a missed target is in the reach of any forecast the benchmark runs
-PANEL_TRUTH_FACTS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "pairs_right")
 
 
 def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> list[dict]:
@@ -346,9 +337,9 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
     ratio to it, the 80% and 95% coverage, the tail-mean oracle's and the hindsight cubic's ratios, the CRPS ratio to
     persistence, and the plateau error (in the early window's noise s.d.) of the forecaster, persistence and the best
     baseline; its scores against the truth (:data:`TRUTH_FACTS`, the truth's kind, the number of sweeps) and the
-    hindsight cubic's (:data:`HINDSIGHT_TRUTH_FACTS`), and where the part's curves are generated, the true family's
-    fitted to the early window (:data:`FAMILY_TRUTH_FACTS`; None elsewhere), and the best early-window forecast chosen
-    per curve in hindsight (:data:`PANEL_TRUTH_FACTS`). A generated family's own cell (``part: family``) is left
+    hindsight cubic's, and where the part's curves are generated, the true family's fitted to the early window (None
+    elsewhere), and the best early-window forecast chosen per curve in hindsight (the bounds' ``hindsight_*``,
+    ``family_*`` and ``panel_*`` keys of :func:`pgrpo.fit.truth_targets.truth_cell`). A generated family's own cell (``part: family``) is left
     out; the workflow's runs scored against their other seeds' mean (``workflow: other seeds' mean``) are in."""
     path = Path(benchmark_csv)
     if not path.is_file():
@@ -373,8 +364,8 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
         best = r.get("best_baseline")
         oracle = by_cell.get((part, split, ORACLE), {})
         hindsight = by_cell.get((part, split, HINDSIGHT), {})
-        family = by_cell.get((part, split, FAMILY_ORACLE), {}) if part != "overall" else {}
-        panel = by_cell.get((part, split, PANEL), {})
+        bounds = {k: v for k, v in truth_cell(by_cell, part, split, method, HINDSIGHT, FAMILY_ORACLE, PANEL).items()
+                  if k.startswith(("hindsight_", "family_", "panel_"))}
         out.append({"part": part, "split": split, "curves": r["curves"], "rmse_ratio": _num(r["rmse_ratio"]),
                     "noise_floor_ratio": _num(r.get("noise_floor_ratio")), "best_baseline": best,
                     "best_baseline_ratio": _num(by_cell.get((part, split, best), {}).get("rmse_ratio")),
@@ -390,9 +381,7 @@ def forecast_facts(benchmark_csv: str, fraction: float = TARGET_FRACTION) -> lis
                     **{key: _num(r.get(key)) for key in TRUTH_FACTS},
                     **_recalibration_facts(r),
                     "truth_kind": r.get("truth_kind") or None, "sweeps": _num(r.get("sweeps")),
-                    **{f"hindsight_{key}": _num(hindsight.get(key)) for key in HINDSIGHT_TRUTH_FACTS},
-                    **{f"family_{key}": _num(family.get(key)) for key in FAMILY_TRUTH_FACTS},
-                    **{f"panel_{key}": _num(panel.get(key)) for key in PANEL_TRUTH_FACTS},
+                    **bounds,
                     "fraction": fraction})
     return in_part_order(out)
 

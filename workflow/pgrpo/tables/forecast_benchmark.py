@@ -10,11 +10,12 @@ from typing import Any, Mapping, Sequence
 
 from pgrpo.fit.benchmark import FAMILY_ORACLE, HINDSIGHT, PANEL, SEEDS_TRUTH, STAGED
 from pgrpo.fit.recalibration import CALIBRATION_TARGET
-from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
+from pgrpo.fit.truth_targets import TARGET_FRACTION, truth_cell
+from pgrpo.tables.forecast_truth import standing_lines, verdict_line
 from pgrpo.tables.render import finite_number, markdown_table
 
-#: the forecaster's targets at f = 0.25 (issue: "a forecaster that wins")
-TARGET_FRACTION = 0.25
+#: the forecaster's targets on the logged values at f = 0.25 (issue 10: "a forecaster that wins"; issue 21's are in
+#: :mod:`pgrpo.fit.truth_targets`)
 TARGET_PERSISTENCE, TARGET_BEST_BASELINE, TARGET_COVERAGE = 0.85, 0.90, CALIBRATION_TARGET
 
 _COLUMNS = (("curves", "curves", 0), ("rmse_ratio", "RMSE / persistence", 3),
@@ -25,10 +26,6 @@ _COLUMNS = (("curves", "curves", 0), ("rmse_ratio", "RMSE / persistence", 3),
             ("t90_abs_error_share", "t90 abs err / run", 3), ("wins_vs_persistence", "beats pers.", 2))
 
 
-#: issue 21's targets at f = 0.25: mean-curve and plateau error against persistence's (where the truth moves after
-#: the cut), pairs ordered right (and the margin over the order at the cut), the stop rule's saving and loss
-TARGET_MEAN_CURVE, TARGET_PLATEAU, TARGET_PAIRS, TARGET_PAIRS_MARGIN = 0.6, 0.5, 0.8, 0.10
-TARGET_STOP_SAVED, TARGET_STOP_LOSS = 0.40, 0.02
 
 _TRUTH_COLUMNS = (("curves", "curves", 0), ("truth_moves", "truth moves", 2),
                   ("mean_rmse_ratio", "mean-curve RMSE / pers.", 3),
@@ -51,104 +48,17 @@ def _truth_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def truth_verdict_lines(summary: Sequence[Mapping[str, Any]], method: str = "forecaster") -> list[str]:
-    """Per (part, split) at the target fraction: the forecaster against issue 21's targets; a cell whose truth
-    does not move after the cut is scored on its interval alone; where a target is missed, the bound that shows
-    it out of reach, where one does (a cubic fitted in hindsight to the held-out values, scored against the same
-    truth)."""
-    lines = []
-    at = [r for r in summary if r["method"] == method and abs(r["fraction"] - TARGET_FRACTION) < 1e-9
-          and finite_number(r.get("mean_rmse_ratio"))]
-    cubic = {(r["part"], r["split"]): r for r in summary
-             if r["method"] == HINDSIGHT and abs(r["fraction"] - TARGET_FRACTION) < 1e-9}
-    panel = {(r["part"], r["split"]): r for r in summary
-             if r["method"] == PANEL and abs(r["fraction"] - TARGET_FRACTION) < 1e-9}
-    lo, hi = TARGET_COVERAGE
-    for r in in_part_order(at):
-        bound, best = cubic.get((r["part"], r["split"]), {}), panel.get((r["part"], r["split"]), {})
-        covered = lo <= r["coverage80"] <= hi
-        recalibrated = "" if covered else recalibration_reading(r)
-        checks = [(covered, f"80% interval covers {coverage_percent(r['coverage80'])} of the held-out logged values "
-                            f"(target {lo:.0%}-{hi:.0%}{'; ' + recalibrated if recalibrated else ''})")]
-        moving = r.get("moving_mean_rmse_ratio")
-        if finite_number(moving):
-            reach = bound.get("moving_mean_rmse_ratio")
-            note = (f"; the hindsight cubic is at {reach:.3f} x: out of any forecast of that form's reach"
-                    if finite_number(reach) and reach > TARGET_MEAN_CURVE else "")
-            note += _panel_note(best.get("moving_mean_rmse_ratio"), TARGET_MEAN_CURVE)
-            checks.append((moving <= TARGET_MEAN_CURVE, f"mean-curve RMSE {moving:.3f} x persistence's where the "
-                                                        f"truth moves (target <= {TARGET_MEAN_CURVE}{note})"))
-            plateau = r.get("moving_plateau_error_ratio")
-            if finite_number(plateau):
-                checks.append((plateau <= TARGET_PLATEAU, f"plateau error {plateau:.3f} x persistence's "
-                                                          f"(target <= {TARGET_PLATEAU}"
-                                                          f"{_panel_note(best.get('moving_plateau_error_ratio'), TARGET_PLATEAU)})"))
-        else:
-            checks.append((True, "the truth does not move after the cut: scored on the interval alone"))
-        if finite_number(moving) and finite_number(r.get("pairs_right")):
-            margin = r["pairs_right"] - r.get("pairs_right_at_cut", float("nan"))
-            pairs_met = r["pairs_right"] >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN
-            bound = "" if pairs_met else "; ".join(filter(None, (
-                pairs_margin_reading(r.get("pairs_right_at_cut")),
-                _panel_pairs_note(best.get("pairs_right"), r.get("pairs_right_at_cut")))))
-            checks.append((pairs_met,
-                           f"{r['pairs_right']:.0%} of pairs ordered right, {margin * 100:+.0f} points on the order "
-                           f"at the cut (target >= {TARGET_PAIRS:.0%} and >= +{TARGET_PAIRS_MARGIN * 100:.0f}"
-                           f"{'; ' + bound if bound else ''})"))
-            stop_met = (r.get("steps_saved", 0) >= TARGET_STOP_SAVED
-                        and r.get("stop_loss_share", 1) <= TARGET_STOP_LOSS)
-            bound = "" if stop_met else stop_ceiling_reading(r.get("steps_saved_ceiling"))
-            checks.append((stop_met,
-                           f"the stop rule saves {_f(100 * r.get('steps_saved', float('nan')), 0)}% of the steps for "
-                           f"a loss of {_f(100 * r.get('stop_loss_share', float('nan')), 1)}% of the range (target >= "
-                           f"{TARGET_STOP_SAVED:.0%} for <= {TARGET_STOP_LOSS:.0%}{'; ' + bound if bound else ''})"))
-        met = all(ok for ok, _ in checks)
-        lines.append(f"- **{r['part']} / {r['split']}** ({r['curves']} curves, {r.get('truth_kind')}): " + "; ".join(
-            f"{text} {'met' if ok else 'NOT met'}" for ok, text in checks) + (" -> all met" if met else ""))
-    return lines
-
-
-def pairs_margin_reading(at_cut: Any) -> str:
-    """Where the order of the levels at the cut is already right on more than ``1 - TARGET_PAIRS_MARGIN`` of the
-    cell's pairs, the margin target asks for more than all of them: out of any forecast's reach (an arithmetic
-    bound); else ""."""
-    if not finite_number(at_cut) or at_cut <= 1.0 - TARGET_PAIRS_MARGIN + 1e-12:
-        return ""
-    return (f"the order at the cut is already right on {at_cut:.0%}: +{TARGET_PAIRS_MARGIN * 100:.0f} points would "
-            "need more than every pair: out of any forecast's reach")
-
-
-def stop_ceiling_reading(ceiling: Any) -> str:
-    """Where stopping every run of each sweep but one at the cut saves less than the target
-    (:func:`pgrpo.fit.decisions.steps_saved_ceiling`, the mean over the cell's sweeps), the saving target is out of
-    any stop rule's reach at that cut, whatever it forecasts; else ""."""
-    if not finite_number(ceiling) or ceiling >= TARGET_STOP_SAVED:
-        return ""
-    return (f"stopping every run but one at the cut saves {100 * ceiling:.0f}%: out of any stop rule's reach at this "
-            "cut")
-
-
-def pairs_in_reach(value: Any, at_cut: Any) -> bool:
-    """Whether a bound's share of pairs ordered right meets the pairs target: at least :data:`TARGET_PAIRS`, and
-    :data:`TARGET_PAIRS_MARGIN` above the order at the cut where that is known."""
-    return finite_number(value) and value >= TARGET_PAIRS and (
-        not finite_number(at_cut) or value - at_cut >= TARGET_PAIRS_MARGIN)
-
-
-def _panel_pairs_note(value: Any, at_cut: Any) -> str:
-    """What the most pairs ordered right by the forecasts of :data:`PANEL`, chosen per sweep in hindsight, says of the
-    pairs target (:func:`pairs_in_reach`)."""
-    if not finite_number(value):
-        return ""
-    return (f"the best of the forecasts, chosen per sweep in hindsight, orders {value:.0%} right: "
-            + ("in reach" if pairs_in_reach(value, at_cut) else "out of the reach of every forecast here"))
-
-
-def _panel_note(value: Any, target: float) -> str:
-    """What the best early-window forecast chosen per curve in hindsight (:data:`PANEL`) says of a target."""
-    if not finite_number(value):
-        return ""
-    return (f"; the best of the forecasts, chosen per curve in hindsight, is at {value:.3f} x: "
-            + ("in reach" if value <= target else "out of the reach of every forecast here"))
+    """Per (part, split) at the target fraction: the forecaster against issue 21's targets with the bounds beside
+    each missed one (:func:`pgrpo.fit.truth_targets.target_readings`, rendered by
+    :func:`pgrpo.tables.forecast_truth.verdict_line`, as the docs' Benchmarks page renders them), then where the
+    cells stand (:func:`pgrpo.tables.forecast_truth.standing_lines`)."""
+    at = [r for r in summary if abs(r["fraction"] - TARGET_FRACTION) < 1e-9]
+    by_cell = {(r["part"], r["split"], r["method"]): r for r in at}
+    cells = [truth_cell(by_cell, r["part"], r["split"], method, HINDSIGHT, FAMILY_ORACLE, PANEL)
+             for r in in_part_order(at) if r["method"] == method and finite_number(r.get("mean_rmse_ratio"))]
+    lines = [verdict_line(c) for c in cells]
+    standing = standing_lines(cells)
+    return lines + ([""] + standing if standing else [])
 
 
 def _f(value: Any, digits: int) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.diagnose_benchmark import logs_sentence, summary_table
-from pgrpo.tables.forecast_benchmark import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
-                                             TARGET_PAIRS_MARGIN, TARGET_PERSISTENCE, TARGET_PLATEAU,
-                                             TARGET_STOP_LOSS, TARGET_STOP_SAVED, pairs_in_reach, pairs_margin_reading,
-                                             stop_ceiling_reading)
+from pgrpo.fit.truth_targets import (TARGET_COVERAGE, TARGET_FRACTION, TARGET_MEAN_CURVE, TARGET_PAIRS,
+                                     TARGET_PAIRS_MARGIN, TARGET_PLATEAU, TARGET_STOP_LOSS, TARGET_STOP_SAVED,
+                                     target_readings)
+from pgrpo.tables.forecast_benchmark import TARGET_PERSISTENCE
+from pgrpo.tables.forecast_truth import PANEL_NAME, standing_lines, target_text
 from pgrpo.tables.live_benchmark import split_table as live_split_table
 from pgrpo.tables.live_benchmark import targets_table as live_targets_table
 from pgrpo.tables.readme import FACTS_FILE, RERUN, facts_digest, fmt, headline_table, one_line, with_spread
@@ -413,110 +413,25 @@ _TRUTH_KEYS = ("moving_mean_rmse_ratio", "moving_plateau_error_ratio", "plateau_
                "steps_saved")
 
 
-def _target(value: str, met: bool, bound: str = "") -> str:
-    """A target's cell: the value and met, or not met with what the bound says of it."""
-    return f"{value} met" if met else f"{value} **not met**" + (f" ({bound})" if bound else "")
-
-
-def _reach(bound: Any, in_reach: bool, spec: str, what: str = "hindsight cubic") -> str:
-    if not finite_number(bound):
-        return f"no {what} in the results"
-    return f"{what} {fmt(bound, spec)}: " + ("in reach" if in_reach else "out of any forecast's reach")
-
-
-def _early_reach(text: str, family: Any, target: float, spec: str, part: str = "") -> str:
-    """``text`` (the hindsight cubic's reading) with the true family's, fitted to the early window, where the cell
-    has it: above the target, the early window does not pin the tail down that far. On the bandit parts the true
-    dynamics stand in (the exact map with eta fitted to the early window; a finite-G run continued from its whole
-    state at the cut, which no early window can know better)."""
-    if not finite_number(family):
-        return text
-    what = ("the true dynamics (the exact map fitted to the early window, a finite-G run continued from its state "
-            "at the cut)" if str(part).startswith("bandit") else "the true family fitted to the early window")
-    return (f"{text}; {what} {fmt(family, spec)}: "
-            + ("in reach" if family <= target else "out of the early window's reach"))
-
-
-#: how the page names :data:`pgrpo.fit.benchmark.PANEL`
-PANEL_NAME = "the best of the benchmark's forecasts, chosen per curve in hindsight"
-
-
-def _panel_reach(text: str, panel: Any, in_reach: bool, spec: str) -> str:
-    """``text`` with what the best early-window forecast chosen in hindsight says, where the cell has it: a target
-    it misses is out of the reach of every forecast the benchmark runs (each sees only the early window)."""
-    if not finite_number(panel):
-        return text
-    return (f"{text}; {PANEL_NAME} {fmt(panel, spec)}: "
-            + ("in reach" if in_reach else "out of the reach of every forecast here"))
-
-
 def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per cell, the forecaster scored against the truth (the true mean or the denoised reference) at the target
-    fraction against issue 21's targets, each met or not met, and where not met what the cubic fitted in hindsight
-    to the held-out values (the same scores) says: in reach or out of any forecast's reach. Nothing for facts
-    without these scores."""
+    fraction against issue 21's targets, each met or not met with the bounds of a missed one
+    (:func:`pgrpo.fit.truth_targets.target_readings`, in the words benchmark.md uses:
+    :mod:`pgrpo.tables.forecast_truth`), then where the cells stand. Nothing for facts without these scores."""
     cells = [c for c in cells if any(finite_number(c.get(k)) for k in _TRUTH_KEYS)]
     if not cells:
         return []
     lo, hi = TARGET_COVERAGE
     rows = []
     for c in cells:
-        moving = c.get("moving_mean_rmse_ratio")
-        moves = finite_number(moving)  # a cell whose truth does not move after the cut: its interval alone
-        if moves:
-            bound, what = c.get("hindsight_moving_mean_rmse_ratio"), "hindsight cubic"
-            if not finite_number(bound):
-                bound, what = c.get("hindsight_ratio"), "hindsight cubic (logged RMSE)"
-            panel = c.get("panel_moving_mean_rmse_ratio")
-            mean_curve = _target(fmt(moving, ".3f"), moving <= TARGET_MEAN_CURVE, _panel_reach(_early_reach(
-                _reach(bound, finite_number(bound) and bound <= TARGET_MEAN_CURVE, ".3f", what),
-                c.get("family_moving_mean_rmse_ratio"), TARGET_MEAN_CURVE, ".3f", c.get("part", "")),
-                panel, finite_number(panel) and panel <= TARGET_MEAN_CURVE, ".3f"))
-        else:
-            mean_curve = "n/a (the truth does not move after the cut)"
-        plateau, plateau_bound = c.get("moving_plateau_error_ratio"), c.get("hindsight_moving_plateau_error_ratio")
-        panel = c.get("panel_moving_plateau_error_ratio")
-        plateau_text = _target(fmt(plateau, ".3f"), plateau <= TARGET_PLATEAU, _panel_reach(_early_reach(_reach(
-            plateau_bound, finite_number(plateau_bound) and plateau_bound <= TARGET_PLATEAU, ".3f"),
-            c.get("family_moving_plateau_error_ratio"), TARGET_PLATEAU, ".3f", c.get("part", "")),
-            panel, finite_number(panel) and panel <= TARGET_PLATEAU, ".3f")) if (
-            moves and finite_number(plateau)) else "n/a"
-        pairs, at_cut = c.get("pairs_right"), c.get("pairs_right_at_cut")
-        if moves and finite_number(pairs):
-            margin = pairs - at_cut if finite_number(at_cut) else float("nan")
-            bound = c.get("hindsight_pairs_right")
-            reach = pairs_in_reach(bound, at_cut)
-            panel = c.get("panel_pairs_right")
-            panel_reach = pairs_in_reach(panel, at_cut)
-            arithmetic = pairs_margin_reading(at_cut)
-            pairs_text = _target(f"{_pct0(pairs)} · {_pct0(at_cut)}",
-                                 finite_number(margin) and pairs >= TARGET_PAIRS and margin >= TARGET_PAIRS_MARGIN,
-                                 (f"{arithmetic}; " if arithmetic else "")
-                                 + _panel_reach(_reach(bound, reach, ".0%"), panel, panel_reach, ".0%"))
-        else:
-            pairs_text = "n/a"
-        saved, loss = c.get("steps_saved"), c.get("stop_loss_share")
-        if moves and finite_number(saved):
-            b_saved, b_loss = c.get("hindsight_steps_saved"), c.get("hindsight_stop_loss_share")
-            reach = (finite_number(b_saved) and finite_number(b_loss) and b_saved >= TARGET_STOP_SAVED
-                     and b_loss <= TARGET_STOP_LOSS)
-            bound_text = (f"hindsight cubic {_pct0(b_saved)} · {fmt(100 * b_loss, '.1f')}%: "
-                          + ("in reach" if reach else "out of any forecast's reach")
-                          if finite_number(b_saved) and finite_number(b_loss) else "no hindsight cubic in the results")
-            ceiling = stop_ceiling_reading(c.get("steps_saved_ceiling"))
-            stop_text = _target(f"{_pct0(saved)} · " + (f"{100 * loss:.1f}%" if finite_number(loss) else "n/a"),
-                                finite_number(loss) and saved >= TARGET_STOP_SAVED and loss <= TARGET_STOP_LOSS,
-                                (f"{ceiling}; " if ceiling else "") + bound_text)
-        else:
-            stop_text = "n/a"
-        cover = c.get("coverage80")
-        cover_text = _target(coverage_percent(cover), finite_number(cover) and lo <= cover <= hi,
-                             recalibration_reading(c) or "a calibration target: no bound") if finite_number(
-            cover) else "n/a"
+        # a cell whose truth does not move after the cut is scored on its interval alone
+        readings = {r.target: target_text(r, c) for r in target_readings(c)}
         rows.append([c["part"] + (" (parts equal)" if c["part"] == "overall" else ""), c["split"],
-                     _cell(c.get("truth_kind") or "n/a"), _pct0(c.get("truth_moves")), mean_curve, plateau_text,
-                     _pct0(c.get("plateau_covered80")), _sweeps(c), pairs_text, stop_text,
-                     cover_text])
+                     _cell(c.get("truth_kind") or "n/a"), _pct0(c.get("truth_moves")),
+                     readings.get("mean curve", "n/a (the truth does not move after the cut)"),
+                     readings.get("plateau", "n/a"),
+                     _pct0(c.get("plateau_covered80")), _sweeps(c), readings.get("pairs", "n/a"),
+                     readings.get("stop rule", "n/a"), readings.get("coverage", "n/a")])
     header = ["part", "split", "truth", "truth moves after the cut",
               f"mean-curve RMSE / persistence (<= {TARGET_MEAN_CURVE})",
               f"plateau error / persistence (<= {TARGET_PLATEAU})", "true plateau in the 80% interval",
@@ -551,7 +466,7 @@ def _forecast_truth(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             "misses is out of the reach of every forecast here, however well one knew which to trust on each "
             "curve; one it meets is met by a choice made in hindsight, which the early window alone may not allow "
             "(on the generated curves the true family says which).", "",
-            table.rstrip("\n"), ""]
+            table.rstrip("\n"), "", *standing_lines(cells), ""]
 
 
 def _diagnose_benchmark(records: Sequence[Mapping[str, Any]]) -> list[str]:
