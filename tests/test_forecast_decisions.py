@@ -272,6 +272,10 @@ def test_pgrpo_forecast_compare_ranks_runs_on_every_log_format(tmp_path, fmt, ca
     # the run planted at 0.3 is below the leader's level at the cut (0.59) with no chance to pass it: stopped
     assert data["runs"][2]["stop_now"] and not data["runs"][0]["stop_now"]
     assert main(["forecast", paths[0], "--compare", *paths[1:], "--fraction", "0.25"]) == 0
+    two_positional = tmp_path / "two.json"  # LOG LOG --compare LOG: the three ranked alike
+    assert main(["forecast", *paths[:2], "--compare", paths[2], "--fraction", "0.25", "--reward-range", "0", "1",
+                 "--json", str(two_positional)]) == 0
+    assert [r["log"] for r in json.loads(two_positional.read_text())["runs"]] == paths
     text = capsys.readouterr().out
     assert "rank" in text and "stop" in text and "keep" in text
     assert "note: horizon = the longest run's last logged step" not in text  # --fraction on finished runs
@@ -360,6 +364,11 @@ def test_compare_needs_two_logs_and_forecast_a_log(tmp_path, capsys):
     assert main(["forecast", "--compare", path, path, "--meta", str(tmp_path / "meta.json")]) == 2
     assert main(["forecast", "--compare", path, path, "--component-range", "fmt", "1", "0"]) == 2
     assert main(["forecast", path, "--component-range", "x", "1", "0"]) == 2
+    capsys.readouterr()
+    # several logs without --compare: told how to rank them, before any is read
+    assert main(["forecast", path, str(tmp_path / "absent"), "--fraction", "0.25"]) == 2
+    err = capsys.readouterr().err
+    assert "one LOG at a time (2 given)" in err and "--compare LOG LOG" in err and "absent" not in err
 
 
 def test_pgrpo_forecast_sums_the_reward_functions_of_a_staged_log(tmp_path, capsys):

@@ -198,10 +198,11 @@ def _waiting_sum(frame: Any, cut: float, horizon: float, settings: Any,
     return staged
 
 
-def compare_paths(args_log: str | None, compare: Sequence[str]) -> list[str]:
-    """The logs of ``pgrpo forecast [LOG] --compare LOG ...``: the positional one first, if any; a W&B export of
+def compare_paths(args_log: str | Sequence[str] | None, compare: Sequence[str]) -> list[str]:
+    """The logs of ``pgrpo forecast [LOG ...] --compare LOG ...``: the positional ones first, if any; a W&B export of
     several runs gives each of its runs (``FILE::RUN``, :func:`pgrpo.stages.logs.log_runs`)."""
     from pgrpo.stages.logs import log_runs
 
-    given = ([args_log] if args_log else []) + [str(Path(p)) for p in compare]
+    positional = [args_log] if isinstance(args_log, str) else list(args_log or [])
+    given = [str(Path(p)) for p in positional] + [str(Path(p)) for p in compare]
     return [run for path in given for run in log_runs(path)]

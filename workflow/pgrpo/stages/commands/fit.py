@@ -23,8 +23,9 @@ def add_commands(commands: Commands) -> None:
     p = commands.add("forecast", USER_TOOLS, "forecast the rest of any run's reward curve from its first steps, with "
                                              "intervals, plateau and time to 90%%", _forecast)
     add_section_args(p)
-    p.add_argument("log", nargs="?", help="log.csv, a TRL trainer_state.json, a bare log_history list (JSON), a TRL "
-                                          "output folder, or a CSV with TRL / W&B names")
+    p.add_argument("log", nargs="*", metavar="LOG", help="log.csv, a TRL trainer_state.json, a bare log_history list "
+                                                         "(JSON), a TRL output folder, or a CSV with TRL / W&B names; "
+                                                         "one, or with --compare any number")
     p.add_argument("--meta", help="meta.json of the run (reward range [0, 1], batch, Eq. 9 link)")
     p.add_argument("--fraction", type=float, help="fraction of steps to fit on (default: fitting.forecast_fraction)")
     p.add_argument("--column", default="reward")
@@ -82,8 +83,12 @@ def _forecast(args):
         return
     if not args.log:
         raise InputError("pgrpo forecast needs a LOG (or --compare LOG LOG ...)")
+    if len(args.log) > 1:
+        raise InputError(f"one LOG at a time ({len(args.log)} given); to rank several runs by where they will end, "
+                         "give them to --compare: pgrpo forecast --compare LOG LOG ...")
+    (log,) = args.log
     fraction = args.fraction if args.fraction is not None else section.get("forecast_fraction", 0.25)
-    fit.run_forecast(log_csv=args.log, out_json=args.json, fraction=fraction, column=args.column,
+    fit.run_forecast(log_csv=log, out_json=args.json, fraction=fraction, column=args.column,
                      meta_json=args.meta, out_png=args.png, law=section.get("forecast_law", "three_phase"),
                      reward_range=args.reward_range, batch=args.batch, total_steps=args.total_steps,
                      target=args.target, component_ranges=ranges or None)
