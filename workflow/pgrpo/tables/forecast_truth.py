@@ -12,6 +12,7 @@ from pgrpo.fit.truth_targets import (BEYOND_HERE, BEYOND_RECALIBRATION, CUBIC, C
                                      TARGET_COVERAGE, TARGET_MEAN_CURVE, TARGET_PAIRS, TARGET_PAIRS_MARGIN,
                                      TARGET_PLATEAU, TARGET_STOP_LOSS, TARGET_STOP_SAVED, Bound, TargetReading,
                                      cell_status, standing, target_readings)
+from pgrpo.tables.readme import fmt
 from pgrpo.tables.recalibration import coverage_percent, recalibration_reading
 from pgrpo.tables.render import finite_number
 
@@ -32,39 +33,36 @@ TARGET_WORDS = {"mean curve": f"mean-curve RMSE <= {TARGET_MEAN_CURVE} x persist
                 "coverage": f"80% interval covering {TARGET_COVERAGE[0]:.0%}-{TARGET_COVERAGE[1]:.0%}"}
 
 
-def _fmt(x: Any, spec: str) -> str:
-    return format(float(x), spec) if finite_number(x) else "n/a"
-
-
 def _pct0(x: Any) -> str:
     return f"{100 * x:.0f}%" if finite_number(x) else "n/a"
 
 
-def pairs_margin_reading(at_cut: Any) -> str:
-    """The arithmetic bound on the pairs' margin in words (where the order at the cut is already right on more than
-    ``1 - TARGET_PAIRS_MARGIN`` of the pairs); else ""."""
-    if not finite_number(at_cut) or at_cut <= 1.0 - TARGET_PAIRS_MARGIN + 1e-12:
-        return ""
+def pairs_margin_reading(at_cut: float) -> str:
+    """The arithmetic bound on the pairs' margin in words, where it binds
+    (:func:`pgrpo.fit.truth_targets.margin_out_of_reach` decides)."""
     return (f"the order at the cut is already right on {at_cut:.0%}: +{TARGET_PAIRS_MARGIN * 100:.0f} points would "
             "need more than every pair: out of any forecast's reach")
 
 
-def stop_ceiling_reading(ceiling: Any) -> str:
+def stop_ceiling_reading(ceiling: float) -> str:
     """Where stopping every run of each sweep but one at the cut saves less than the target
-    (:func:`pgrpo.fit.decisions.steps_saved_ceiling`, the mean over the cell's sweeps), in words; else ""."""
-    if not finite_number(ceiling) or ceiling >= TARGET_STOP_SAVED:
-        return ""
+    (:func:`pgrpo.fit.decisions.steps_saved_ceiling`, the mean over the cell's sweeps; where it binds is decided in
+    :func:`pgrpo.fit.truth_targets.target_readings`), in words."""
     return (f"stopping every run but one at the cut saves {100 * ceiling:.0f}%: out of any stop rule's reach at this "
             "cut")
+
+
+def _saved_loss(saved: Any, loss: Any) -> str:
+    """A stop rule's share of steps saved and its loss over the range: ``saved · loss%``."""
+    return f"{_pct0(saved)} · " + (f"{100 * loss:.1f}%" if finite_number(loss) else "n/a")
 
 
 def _value(value: Any, spec: str) -> str:
     if spec == "pairs":
         return _pct0(value)
     if spec == "stop":
-        saved, loss = value
-        return f"{_pct0(saved)} · {_fmt(100 * loss, '.1f')}%"
-    return _fmt(value, spec)
+        return _saved_loss(*value)
+    return fmt(value, spec)
 
 
 def bound_text(bound: Bound, spec: str, cell: Mapping[str, Any]) -> str:
@@ -101,9 +99,8 @@ def value_text(reading: TargetReading) -> str:
         right, at_cut = reading.value
         return f"{_pct0(right)} · {_pct0(at_cut)}"
     if reading.target == "stop rule":
-        saved, loss = reading.value
-        return f"{_pct0(saved)} · " + (f"{100 * loss:.1f}%" if finite_number(loss) else "n/a")
-    return _fmt(reading.value, ".3f")
+        return _saved_loss(*reading.value)
+    return fmt(reading.value, ".3f")
 
 
 def bounds_text(reading: TargetReading, cell: Mapping[str, Any]) -> str:
@@ -148,16 +145,16 @@ def verdict_line(cell: Mapping[str, Any]) -> str:
         elif r.target == "pairs":
             right, at_cut = r.value
             margin = right - at_cut if finite_number(right) and finite_number(at_cut) else float("nan")
-            head = f"{_pct0(right)} of pairs ordered right, {_fmt(margin * 100, '+.0f')} points on the order at the cut"
+            head = f"{_pct0(right)} of pairs ordered right, {fmt(margin * 100, '+.0f')} points on the order at the cut"
         else:
             saved, loss = r.value
-            head = (f"the stop rule saves {_pct0(saved)} of the steps for a loss of {_fmt(100 * loss, '.1f')}% of the "
+            head = (f"the stop rule saves {_pct0(saved)} of the steps for a loss of {fmt(100 * loss, '.1f')}% of the "
                     "range")
         parts.append(f"{head} ({detail}) {'met' if r.met else 'NOT met'}")
     if not any(r.target == "mean curve" for r in readings):
         parts.append("the truth does not move after the cut: scored on the interval alone")
     status = cell_status(readings)
-    return (f"- **{cell['part']} / {cell['split']}** ({_fmt(cell.get('curves'), '.0f')} curves, "
+    return (f"- **{cell['part']} / {cell['split']}** ({fmt(cell.get('curves'), '.0f')} curves, "
             f"{cell.get('truth_kind')}): " + "; ".join(parts) + f" -> {STATUS_WORDS[status]}")
 
 
