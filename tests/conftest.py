@@ -1,6 +1,9 @@
-"""Shared test setup: one torch thread, no hub access, the repository root."""
+"""Shared test setup: one torch thread, no hub access, the repository root; the order the test files are handed to
+the pytest-xdist workers, and an optional timeline of the run."""
 
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -19,3 +22,36 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+#: Seconds each test file took in a whole run (setup, call and teardown of its tests, summed), measured by
+#: ``benchmarks/bench_test_schedule.py --write`` from a timeline of ``make test``: the order the files are handed to
+#: the pytest-xdist workers. ``--dist loadfile`` gives each worker a whole file at a time, and xdist's default order
+#: (files with more tests first) left the longest end-to-end files, one or two tests each, for last, one worker busy
+#: with them while the other had nothing left to take. Longest first, they start at once and the many short files
+#: fill the gaps. A file not listed keeps its collection place after the listed ones.
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seconds = json.loads(MODULE_SECONDS.read_text())["seconds"] if MODULE_SECONDS.exists() else {}
+    first_seen = {module: index for index, module in enumerate(dict.fromkeys(_module(item) for item in items))}
+    items.sort(key=lambda item: (-seconds.get(_module(item), 0.0), first_seen[_module(item)]))
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With ``PGRPO_TEST_TIMELINE=FILE``, one JSON line per test (worker, test, start, end): what
+    ``benchmarks/bench_test_schedule.py`` reads to measure the files and the workers' idle time."""
+    timeline = os.environ.get("PGRPO_TEST_TIMELINE")
+    start = time.time()
+    yield
+    if timeline:
+        record = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid,
+                  "module": _module(item), "start": start, "end": time.time()}
+        with open(timeline, "a") as handle:  # one short line per write: appends of the workers do not interleave
+            handle.write(json.dumps(record) + "\n")

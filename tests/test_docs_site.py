@@ -2,8 +2,8 @@
 
 Builds the site with ``mkdocs build --strict`` into a temporary folder (a warning, e.g. a broken link, an unknown
 anchor or a generator error, fails with mkdocs' message), serves it on 127.0.0.1 and opens every page in headless
-Chromium: Debian's ``chromium`` (installed with apt when missing, as tests/test_slurm.py installs SLURM; skipped only
-where apt cannot provide it), driven by Playwright from PyPI (its own browser download is not used). For each page:
+Chromium: Debian's ``chromium`` (installed with apt when missing, as tests/test_slurm.py installs SLURM; the browser
+checks skipped only where apt cannot provide it, the strict build never: `make test` builds the site only here), driven by Playwright from PyPI (its own browser download is not used). For each page:
 it renders (a title, a heading and the main content), logs no console error and no page error, every ``<img>``
 loads, and every internal link reaches a page with status 200 and, where it has a ``#fragment``, that anchor.
 """
@@ -219,14 +219,27 @@ def check_links(reports: dict[str, PageReport], base: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> SiteVisit:
+def built_site(tmp_path_factory) -> Path:
+    """The site, built strictly: with or without a browser here (`make test` builds it only here)."""
+    site_dir = tmp_path_factory.mktemp("site")
+    build_site(site_dir)
+    return site_dir
+
+
+@pytest.fixture(scope="module")
+def site(built_site: Path) -> SiteVisit:
     try:
         browser_path = ensure_chromium()
     except BrowserUnavailable as reason:
         pytest.skip(f"no Chromium here: {reason}")
-    site_dir = tmp_path_factory.mktemp("site")
-    build_site(site_dir)
-    return visit(browser_path, site_dir)
+    return visit(browser_path, built_site)
+
+
+def test_the_site_builds_strictly_with_every_page(built_site: Path):
+    pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("index.html"))
+    for must in ("index.html", "quickstart/index.html", "reference/config/index.html", "reference/cli/index.html",
+                 "reference/api/index.html"):
+        assert must in pages, f"{must} missing from the built site: {pages}"
 
 
 def _short(url: str, base: str) -> str:
