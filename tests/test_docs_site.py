@@ -3,7 +3,8 @@
 Builds the site with ``mkdocs build --strict`` into a temporary folder (a warning, e.g. a broken link, an unknown
 anchor or a generator error, fails with mkdocs' message), serves it on 127.0.0.1 and opens every page in headless
 Chromium: Debian's ``chromium`` (installed with apt when missing, as tests/test_slurm.py installs SLURM; the browser
-checks skipped only where apt cannot provide it, the strict build never: `make test` builds the site only here), driven by Playwright from PyPI (its own browser download is not used). For each page:
+checks skipped only where apt cannot provide it, the strict build never: `make test` builds the site only here),
+driven by Playwright from PyPI (its own browser download is not used). For each page:
 it renders (a title, a heading and the main content), logs no console error and no page error, every ``<img>``
 loads, and every internal link reaches a page with status 200 and, where it has a ``#fragment``, that anchor.
 """
@@ -30,6 +31,8 @@ from tests.apt_install import apt_install
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/lib/chromium/chromium")
+#: pages the site must have, as paths under its root
+REQUIRED_PAGES = ("", "quickstart/", "reference/config/", "reference/cli/", "reference/api/")
 
 pytestmark = pytest.mark.slow
 
@@ -237,8 +240,7 @@ def site(built_site: Path) -> SiteVisit:
 
 def test_the_site_builds_strictly_with_every_page(built_site: Path):
     pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("index.html"))
-    for must in ("index.html", "quickstart/index.html", "reference/config/index.html", "reference/cli/index.html",
-                 "reference/api/index.html"):
+    for must in (f"{page}index.html" for page in REQUIRED_PAGES):
         assert must in pages, f"{must} missing from the built site: {pages}"
 
 
@@ -248,7 +250,7 @@ def _short(url: str, base: str) -> str:
 
 def test_every_page_renders(site: SiteVisit):
     assert len(site.pages) >= 10, f"only {len(site.pages)} pages built"
-    for must in ("", "quickstart/", "reference/config/", "reference/cli/", "reference/api/"):
+    for must in REQUIRED_PAGES:
         assert site.base + must in site.reports, f"page /{must} missing from the built site"
     bad = [f"{_short(r.url, site.base)}: title {r.title!r}, h1 {r.h1!r}, {r.content_chars} characters"
            for r in site.reports.values() if not r.title.strip() or not r.h1 or r.content_chars < 40]

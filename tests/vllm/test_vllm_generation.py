@@ -41,7 +41,7 @@ Z_MAX = 4.0
 def run_python(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """``sys.executable ARGS`` (this environment's Python) in the repository root; a failure shows the output's end."""
     # one thread, as every test process: vLLM's CPU backend otherwise binds a thread to each core ("auto") and sets
-    # OMP_NUM_THREADS to match, and its threads then wait on each other whenever the main suite holds a core
+    # OMP_NUM_THREADS to match, whatever OMP_NUM_THREADS said
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
     proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
