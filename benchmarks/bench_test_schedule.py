@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import subprocess
 from collections import defaultdict
@@ -93,11 +94,20 @@ def report(records: list[dict], workers: int) -> dict[str, float]:
                                                       for m, e in tail))
     total = sum(seconds.values())
     xdist_order = sorted(modules, key=lambda m: -len(modules[m]))  # stable: alphabetical within a count
-    measured_order = sorted(modules, key=lambda m: -seconds[m])
+    measured_order = conftest_file_order()(sorted(modules), seconds)
     print(f"replayed on {workers} workers ({total:.0f} s of tests, {total / workers:.0f} s each if evenly shared):")
     print(f"  xdist's order (files with more tests first): {simulate(modules, xdist_order, workers):.0f} s")
     print(f"  longest file first (tests/conftest.py):      {simulate(modules, measured_order, workers):.0f} s")
     return seconds
+
+
+def conftest_file_order():
+    """tests/conftest.py's ``file_order``: the order the suite hands its files out in (longest first, the files that
+    wait for a setup moved later), loaded from the file so that the replay and the suite share one rule."""
+    spec = importlib.util.spec_from_file_location("tests_conftest", REPO_ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.file_order
 
 
 def write_seconds(seconds: dict[str, float]) -> None:

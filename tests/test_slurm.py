@@ -411,8 +411,7 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     overlay = read_yaml(SLURM_TESTS / "profile.yaml")
     profile = write_profile(tmp_path / "profile", overlay)
     effective = read_yaml(profile / "config.yaml")
-    targets = ["results/symbolic/verification.json", "results/bandit/calibration.json",
-               "results/evaluate/tiny/G4_seed1/synthetic-test.json"]
+    targets = ["results/evaluate/tiny/G4_seed1/synthetic-test.json"]  # with the CPU jobs it needs first
     env = {**os.environ, ALLOW_NO_CUDA_ENV: "1",  # the fake GPU gres: train on the CPU, knowingly
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     run_dir = work / "results" / "train" / "tiny" / "G4" / "seed1"
@@ -471,8 +470,7 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
     by_rule: dict[str, list[str]] = {}
     for line in lines:
         by_rule.setdefault(option(line, "--comment").split("_wildcards_")[0][len("rule_"):], []).append(line)
-    assert set(by_rule) == {"verify_symbolic", "bandit_calibrate", "make_synthetic_data", "build_tiny_model",
-                            "prepare_benchmark", "train", "evaluate"}, lines
+    assert set(by_rule) == {"make_synthetic_data", "build_tiny_model", "prepare_benchmark", "train", "evaluate"}, lines
     threads = {"train": config["training"]["resources"]["threads"], "evaluate": config["evaluation"]["resources"]
                ["threads"]}
     for rule, rule_lines in by_rule.items():
@@ -537,10 +535,6 @@ def test_profile_slurm_runs_a_small_target_on_a_real_cluster(repo_root, tmp_path
 
     # and the outputs are right
     results = work / "results"
-    verification = json.loads((results / "symbolic" / "verification.json").read_text())
-    assert verification["n_claims"] >= 14
-    calibration = json.loads((results / "bandit" / "calibration.json").read_text())
-    assert calibration["stiffness"] > 0 and calibration["p_ref"] < calibration["p_star"] <= calibration["reward_max"]
     evaluation = json.loads((results / "evaluate" / "tiny" / "G4_seed1" / "synthetic-test.json").read_text())
     assert evaluation["variant"] == "G4_seed1" and evaluation["model_source"].endswith("seed1/merged")
     assert evaluation["n_problems"] == config["benchmarks"]["synthetic-test"]["max_examples"]

@@ -4,7 +4,7 @@ Every vLLM engine is built in a process of its own, through the commands the wor
 (``python -m pgrpo evaluate``, ``python -m pgrpo train``), or a script under ``__main__`` (weight_sync_check.py).
 On a tiny Qwen2 warm-started here (about 40 s):
 
-- the vLLM and transformers backends give the same pass@k on the same 200 prompts x 16 samples, within the binomial
+- the vLLM and transformers backends give the same pass@k on the same 120 prompts x 16 samples, within the binomial
   sampling error of the two estimates (a z-test on the difference, |z| < 4);
 - each request gets its own seeds: a second run on a subset of the problems, in other batches, gives every problem
   the very same completions, and a question repeated on the next row gets completions of its own;
@@ -19,6 +19,7 @@ import math
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 SYNTHETIC = {"seed": 0, "sizes": {"sft": 3000, "val": 32, "train": 64, "test": 256, "ood": 8},
              "difficulty": {"min_ops": 1, "max_ops": 1, "ops": ["add", "sub"]}}
 TINY = {"warmstart": {"steps": 300, "eval_every": 1000, "val_examples": 32}, "eval": {"examples": 64}}
-N_PROBLEMS, REPEATED = 200, 8  # the benchmark: 8 questions each on two adjacent rows, then 184 more
+N_PROBLEMS, REPEATED = 120, 8  # the benchmark: 8 questions each on two adjacent rows, then 104 more
 EVALUATION = {"num_samples": 16, "pass_at": [1, 4, 16], "temperature": 0.8, "top_p": 1.0, "max_new_tokens": 32,
               "batch_size": 400, "seed": 0, "resources": {"threads": 1}}
 Z_MAX = 4.0
@@ -82,12 +83,26 @@ def evaluate(tiny: Path, backend: str, name: str, max_examples: int | None = Non
 
 
 @pytest.fixture(scope="module")
-def evaluations(tiny):
-    return {
-        "vllm": evaluate(tiny, "vllm", "vllm"),
-        "transformers": evaluate(tiny, "transformers", "transformers"),
-        "vllm_subset": evaluate(tiny, "vllm", "vllm_subset", max_examples=N_PROBLEMS // 2),
+def processes(tiny):
+    """Every process the module's tests read, on two lanes in the order listed (the evaluations, the longest, first):
+    each runs on one thread, so two at a time keep both cores of a CI machine busy where one after the other left one
+    idle (the module: about 150 s instead of 285 s). A test waits for its own (``.result()``, which raises the
+    process's failure in that test)."""
+    lanes = ThreadPoolExecutor(max_workers=2)
+    started = {
+        "vllm": lanes.submit(evaluate, tiny, "vllm", "vllm"),
+        "transformers": lanes.submit(evaluate, tiny, "transformers", "transformers"),
+        "vllm_subset": lanes.submit(evaluate, tiny, "vllm", "vllm_subset", max_examples=N_PROBLEMS // 2),
+        "colocate": lanes.submit(train_colocate, tiny),
+        "weight_sync": lanes.submit(check_weight_sync, tiny),
     }
+    yield started
+    lanes.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def evaluations(processes):
+    return {name: processes[name].result() for name in ("vllm", "transformers", "vllm_subset")}
 
 
 def pass_at_k_estimate(c: int, n: int, k: int) -> float:
@@ -165,11 +180,16 @@ def test_each_request_has_its_own_seeds(evaluations):
     assert len(seeds) == N_PROBLEMS * n
 
 
-def test_trl_weight_sync_on_the_cpu_backend(tiny):
-    """TRL's own sync fails on vLLM's CPU backend (repacked weights); cpu_vllm_weight_sync reaches them exactly."""
+def check_weight_sync(tiny: Path) -> dict:
+    """weight_sync_check.py on the tiny model: its record."""
     out = tiny / "weight_sync.json"
     run_python(str(HERE / "weight_sync_check.py"), str(tiny / "model"), str(out))
-    record = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_trl_weight_sync_on_the_cpu_backend(processes):
+    """TRL's own sync fails on vLLM's CPU backend (repacked weights); cpu_vllm_weight_sync reaches them exactly."""
+    record = processes["weight_sync"].result()
     print("weight sync:", record)
     assert record["base_gap"] < 1e-3  # the engine computes the model's log-probs
     assert "weight_loader" in record["trl_load_weights"]  # if vLLM fixes this, TRL's own sync may do again
@@ -179,14 +199,13 @@ def test_trl_weight_sync_on_the_cpu_backend(tiny):
     assert record["synced_vs_original_gap"] > 1.0
 
 
-def test_grpo_colocate_trains_on_the_cpu(tiny):
-    """``pgrpo train`` with use_vllm: true, vllm_mode: colocate (the paper config's generation) runs GRPO steps on
-    the CPU; TRL's log-prob gap between vLLM's samples and the trainer stays at float32 noise at every step while the
-    policy moves, which a stale engine (weights never synced) would not give. With Table 2's LoRA dropout (0.05) and
-    ``disable_dropout: auto`` the IS ratio pi_theta / pi_old, whose pi_old TRL takes in a second pass here, is 1 to
-    1e-6 on-policy (K_ref = 1): it reads staleness, not dropout (with dropout on, two passes draw two masks)."""
+COLOCATE_STEPS = 4
+
+
+def train_colocate(tiny: Path) -> Path:
+    """``pgrpo train`` on the tiny model with vLLM colocated: its run folder."""
     out = tiny / "train"
-    steps = 4
+    steps = COLOCATE_STEPS
     training = {
         "learning_rate": 1e-2, "lr_scheduler_type": "constant", "max_steps": steps, "per_device_train_batch_size": 8,
         "gradient_accumulation_steps": 1, "temperature": 0.8, "max_prompt_length": 96, "max_completion_length": 24,
@@ -201,6 +220,17 @@ def test_grpo_colocate_trains_on_the_cpu(tiny):
     run_python("-m", "pgrpo", "train", "--model-json", json.dumps({"name": "tiny", "path": str(tiny / "model")}),
                "--data-json", json.dumps(data), "--training-json", json.dumps(training), "--G", "4", "--seed", "42",
                "--out-dir", str(out))
+    return out
+
+
+def test_grpo_colocate_trains_on_the_cpu(processes):
+    """``pgrpo train`` with use_vllm: true, vllm_mode: colocate (the paper config's generation) runs GRPO steps on
+    the CPU; TRL's log-prob gap between vLLM's samples and the trainer stays at float32 noise at every step while the
+    policy moves, which a stale engine (weights never synced) would not give. With Table 2's LoRA dropout (0.05) and
+    ``disable_dropout: auto`` the IS ratio pi_theta / pi_old, whose pi_old TRL takes in a second pass here, is 1 to
+    1e-6 on-policy (K_ref = 1): it reads staleness, not dropout (with dropout on, two passes draw two masks)."""
+    out = processes["colocate"].result()
+    steps = COLOCATE_STEPS
     import pandas as pd
 
     log = pd.read_csv(out / "log.csv")
