@@ -13,7 +13,7 @@ from pgrpo.errors import InputError
 from pgrpo.live.reads import LiveRead, LiveSettings
 from pgrpo.live.stop_rules import AlertRules
 from pgrpo.stages.live import run_replay, run_watch
-from tests.test_live import _Args, _Control, _State, watch_cli, write_formats
+from tests._live_helpers import _Args, _Control, _State, watch_cli, write_formats
 
 PLANTED = planted_logs(SEED)
 

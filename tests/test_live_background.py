@@ -31,7 +31,7 @@ class _State:
         self.log_history, self.global_step, self.max_steps, self.is_world_process_zero = [], 0, max_steps, True
 
 
-from tests.test_live import _Args, _Control  # noqa: E402 - the same stand-ins for a trainer's args and control
+from tests._live_helpers import _Args, _Control  # noqa: E402 - the same stand-ins for a trainer's args and control
 
 
 def feed(callback, history, after_log=None):
@@ -275,7 +275,7 @@ def test_close_ends_the_worker_and_a_pending_read_is_not_waited_for(tmp_path):
 # ---- real GRPOTrainer runs of the tiny model ----------------------------------------------------------------------
 
 
-from tests.test_live import tiny_model  # noqa: E402,F401 - the same module-scoped fixture model
+from tests._live_helpers import tiny_model  # noqa: E402,F401 - the same module-scoped fixture model
 
 
 @pytest.mark.slow
@@ -283,7 +283,7 @@ def test_a_zero_reward_run_in_the_background_stops_one_read_after_the_deciding_r
     """every=4 with a log at every step: reads at 4, 8, 12, ...; the stop is applied one read (4 steps) after the
     read that decided, and the checkpoint is saved at the step training stopped."""
     from pgrpo.live import DynamicsCallback
-    from tests.test_live import plain_trl_run, zero_reward
+    from tests._live_helpers import plain_trl_run, zero_reward
 
     callback = DynamicsCallback(every=4, stop_on=["degeneracy"])
     trainer = plain_trl_run(tiny_model, tmp_path, zero_reward, callback, max_steps=40)
@@ -303,7 +303,7 @@ def test_background_and_synchronous_runs_of_one_seed_make_the_same_reads(tiny_mo
     plateau. The keys land one read later in the background: ``pgrpo/read_step`` 4, 8, 12 in the logs at 8, 12,
     16 (the read at 16 is applied at train end, into live.json only)."""
     from pgrpo.live import DynamicsCallback
-    from tests.test_live import plain_trl_run
+    from tests._live_helpers import plain_trl_run
     from tests.test_train import lower_or_digit_reward
 
     def reward(completions, answer, **kw):

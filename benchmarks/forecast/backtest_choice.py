@@ -1,0 +1,142 @@
+"""Choosing the forecast by a backtest inside the early window (docs/forecast.md, "A backtest inside the window,
+measured and not kept"; session 34, dev only, never the holdout).
+
+The best of the benchmark's forecasts chosen per curve in hindsight (:data:`pgrpo.fit.benchmark.PANEL`) reaches
+about 0.55 of persistence's mean-curve error on the real dev logs, the forecaster 0.81. Can the early window itself
+say which forecast to trust? The textbook way (rolling-origin evaluation): cut the early window again at ``INNER``
+of its steps, forecast its last part from its first with each forecast of the panel (the baselines and the
+forecaster), and trust each forecast by how well it did there:
+
+- ``backtest: best``: the forecast with the least inner RMSE, fitted again to the whole window;
+- ``backtest: weights``: every forecast, its draws mixed in proportion to ``exp(-inner MSE / (2 s^2))`` (``s``: the
+  window's noise s.d.; a Gaussian likelihood of the inner held-out points), its mean the mixture's.
+
+The rule for keeping one, declared before it was run: on the real dev curves at f = 0.25, the mean-curve error over
+persistence's must fall both where the reference moves and over every curve, and the plateau error must not grow in
+either; and on the generated closed-form and bandit dev curves neither may grow by more than 0.02. The result (178
+real dev curves): the mean-curve error 1.000 of persistence's for both (the forecaster's 0.810), the plateau's 1.000
+and 1.009 (0.817): not kept, the first condition failing.
+
+Run: ``python benchmarks/forecast/backtest_choice.py real|closed|bandit [--limit N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from pgrpo.fit.baselines import BASELINES, Predictive  # noqa: E402
+from pgrpo.fit.benchmark import baseline_method, forecaster_method, run_protocol, summarize  # noqa: E402
+from pgrpo.fit.forecaster import ForecasterSettings  # noqa: E402
+from pgrpo.fit.intervals import rmse, robust_noise_sd  # noqa: E402
+
+FRACTION = 0.25
+#: the inner cut: the share of the early window's steps the backtest fits on
+INNER = 0.5
+#: the fewest early points a backtest is tried on (else the forecaster alone)
+MIN_INNER = 6
+KEYS = ("mean_rmse_ratio", "moving_mean_rmse_ratio", "plateau_error_ratio", "moving_plateau_error_ratio",
+        "coverage80", "plateau_covered80", "crps_ratio")
+
+
+def dev_curves(part: str) -> list:
+    from pgrpo.stages.forecast_benchmark import bandit_corpus, closed_form_corpus, real_corpus
+
+    if part == "closed":
+        return [c for c in closed_form_corpus() if c.split == "dev"]
+    if part == "bandit":
+        return [c for c in bandit_corpus()[0] if c.split == "dev"]
+    return [c for c in real_corpus(ROOT / "benchmarks/forecast/data") if c.split == "dev"]
+
+
+def mixture(method: str, parts: list[tuple[float, Predictive]], seed: int = 0) -> Predictive:
+    """The draws of ``parts`` mixed in proportion to their weights; the mean the weighted mean of their means."""
+    rng = np.random.default_rng(seed)
+    weights = np.array([w for w, _ in parts], float)
+    weights = weights / weights.sum()
+    n = min(p.mean_draws.shape[0] for _, p in parts)
+    counts = rng.multinomial(n, weights)
+    mean_draws = np.concatenate([p.mean_draws[:k] for k, (_, p) in zip(counts, parts) if k])
+    value_draws = np.concatenate([p.value_draws[:k] for k, (_, p) in zip(counts, parts) if k])
+    mean = sum(w * p.mean for w, (_, p) in zip(weights, parts))
+    intervals = {f"lo{lv}": np.quantile(value_draws, (1 - lv / 100) / 2, axis=0) for lv in (80, 95)}
+    intervals |= {f"hi{lv}": np.quantile(value_draws, 1 - (1 - lv / 100) / 2, axis=0) for lv in (80, 95)}
+    fitted = sum(w * p.fitted for w, (_, p) in zip(weights, parts))
+    noise = float(sum(w * p.noise_sd for w, (_, p) in zip(weights, parts)))
+    return Predictive(method, parts[0][1].steps, mean, intervals, mean_draws, value_draws, fitted, noise,
+                      details={"weights": {p.method: float(w) for w, (_, p) in zip(weights, parts)}})
+
+
+def backtest_method(settings: ForecasterSettings, how: str):
+    panel = {name: baseline_method(name) for name in BASELINES} | {"forecaster": forecaster_method(settings)}
+
+    def run(curve, t, y, steps, context):
+        inner = t <= t[0] + INNER * (t[-1] - t[0])
+        if inner.sum() < MIN_INNER or (~inner).sum() < 3:
+            return panel["forecaster"](curve, t, y, steps, context)
+        ev = context.eval_series
+        inner_eval = None
+        if ev is not None:
+            keep = np.asarray(ev[0]) <= t[inner][-1]
+            inner_eval = (np.asarray(ev[0])[keep], np.asarray(ev[1])[keep]) if keep.any() else None
+        inner_context = dataclasses.replace(context, eval_series=inner_eval)
+        errors = {}
+        for name, method in panel.items():
+            try:
+                p = method(curve, t[inner], y[inner], t[~inner], inner_context)
+                errors[name] = rmse(y[~inner], p.mean) if p.success else math.inf
+            except Exception:  # a method that cannot fit the inner window is not trusted
+                errors[name] = math.inf
+        if how == "best":
+            name = min(errors, key=errors.get)
+            chosen = panel[name](curve, t, y, steps, context)
+            return dataclasses.replace(chosen, method=f"backtest: {how}", details={"weights": {name: 1.0}})
+        noise = robust_noise_sd(y)
+        s2 = noise ** 2 if math.isfinite(noise) and noise > 0 else float(np.var(y)) or 1.0
+        finite = {k: v for k, v in errors.items() if math.isfinite(v)}
+        best = min(finite.values())
+        n_inner = int((~inner).sum())
+        parts = []
+        for name, err in finite.items():
+            w = math.exp(-n_inner * (err ** 2 - best ** 2) / (2 * s2))
+            if w > 1e-3:
+                p = panel[name](curve, t, y, steps, context)
+                if p.success:
+                    parts.append((w, dataclasses.replace(p, method=name)))
+        return mixture(f"backtest: {how}", parts)
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("part", nargs="?", default="real")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    curves = dev_curves(args.part)[: args.limit]
+    settings = ForecasterSettings()
+    methods = {"persistence": baseline_method("persistence"), "forecaster": forecaster_method(settings),
+               "backtest: best": backtest_method(settings, "best"),
+               "backtest: weights": backtest_method(settings, "weights")}
+    rows = run_protocol(curves, methods, fractions=(FRACTION,), workers=args.workers)
+    print(f"{len(curves)} {args.part} dev curves at f = {FRACTION}")
+    for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
+        if r["part"] == "overall" and r["split"] == "dev" and r["method"] != "persistence":
+            print(r["method"].ljust(18), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
+    from collections import Counter
+
+    chosen = Counter(r.get("mixture") for r in rows if r.get("method") == "backtest: best")
+    print("backtest: best chose", dict(chosen.most_common()))
+
+
+if __name__ == "__main__":
+    main()
