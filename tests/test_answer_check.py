@@ -3,7 +3,6 @@ regression cases (tests/data/math_verify_cases.json, made by tests/data/extract_
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -234,11 +233,28 @@ def test_works_in_a_worker_thread():
     assert not errors and results == [v for _, _, v in cases]
 
 
-def test_pathological_input_is_refused_quickly():
-    start = time.perf_counter()
-    assert is_correct("\\boxed{10^{10^{10}}}", "5") is False
-    assert is_correct("\\boxed{99999!}", "5") is False
-    assert time.perf_counter() - start < 5
+def test_pathological_input_is_refused_before_sympy(monkeypatch):
+    """A number SymPy would spend unbounded time building is never handed to math-verify's parser (a signal cannot
+    interrupt SymPy inside one huge integer operation), and the answer is simply wrong. How long a refusal takes is
+    measured in benchmarks/bench_answer_check.py, not asserted here."""
+    import math_verify
+
+    parsed: list[str] = []
+    real_parse = math_verify.parse
+
+    def recording_parse(text, *args, **kwargs):
+        parsed.append(text)
+        return real_parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", recording_parse)
+    verdicts: list[bool] = []
+    worker = threading.Thread(target=lambda: verdicts.extend(
+        [is_correct("\\boxed{10^{10^{10}}}", "5"), is_correct("\\boxed{99999!}", "5")]), daemon=True)
+    worker.start()
+    worker.join(120)  # a hang is a failure, not a wait for the CI's time limit
+    assert verdicts == [False, False]
+    assert parsed, "the gold is parsed by math-verify"
+    assert not any("10^{10^{10}}" in text or "99999!" in text for text in parsed)
 
 
 def test_unknown_kind_raises():
@@ -315,13 +331,17 @@ def test_last_boxed():
     assert last_boxed("\\boxed{") is None and last_boxed("none") is None
 
 
-def test_gsm8k_reward_is_fast():
-    """The reward runs on every training completion: GSM8K-style '#### N' completions take microseconds."""
-    completions = [f"{a} + {b} = {a + b}\n#### {a + b:,}" for a in range(40) for b in range(50)]
-    golds = [f"{a} + {b} = <<{a}+{b}={a + b}>>{a + b}\n#### {a + b}" for a in range(40) for b in range(50)]
-    start = time.perf_counter()
+def test_gsm8k_style_completions_are_checked_on_their_final_line():
+    """The GSM8K-style '#### N' completions the reward sees at every step, with thousands separators, right against
+    their gold and wrong against a gold one digit longer. Their speed (calls per second) is measured in
+    benchmarks/bench_answer_check.py, not asserted here."""
+    completions, golds = gsm8k_style_cases()
     assert all(is_correct(c, g) for c, g in zip(completions, golds))
     assert not any(is_correct(c, g.replace("#### ", "#### 1")) for c, g in zip(completions, golds))
-    rate = 2 * len(completions) / (time.perf_counter() - start)
-    print(f"GSM8K-style completions: {rate:,.0f} calls/s")
-    assert rate > 2000
+
+
+def gsm8k_style_cases() -> tuple[list[str], list[str]]:
+    """2000 GSM8K-style completions ('a + b = c' then '#### c' with thousands separators) and their golds."""
+    completions = [f"{a} + {b} = {a + b}\n#### {a + b:,}" for a in range(40) for b in range(50)]
+    golds = [f"{a} + {b} = <<{a}+{b}={a + b}>>{a + b}\n#### {a + b}" for a in range(40) for b in range(50)]
+    return completions, golds

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -266,10 +265,11 @@ def test_close_ends_the_worker_and_a_pending_read_is_not_waited_for(tmp_path):
     reader.submit(WorkerJob(request), request)
     pid = reader.pid
     assert pid in [p.pid for p in multiprocessing.active_children()]
-    started = time.perf_counter()
+    future = reader.pending.future
     reader.close()
     assert gone(pid) and not reader.running and reader.pending is None
-    assert time.perf_counter() - started < 30
+    # not waited for: the read was cancelled or ended with its process, never completed with a result
+    assert future.cancelled() or future.exception(timeout=0) is not None
 
 
 # ---- real GRPOTrainer runs of the tiny model ----------------------------------------------------------------------

@@ -543,6 +543,10 @@ SCRIPTS = (
     ("Finite-G bandit speed", "python benchmarks/bench_finite_g.py", "benchmarks/bench_finite_g.py",
      "replica-steps per second of the vectorised finite-G bandit against the per-replica reference loop, and the "
      "largest difference between their trajectories (the same random stream)"),
+    ("The answer check", "python benchmarks/bench_answer_check.py", "benchmarks/bench_answer_check.py",
+     "calls per second of the answer check the reward runs on every completion (`pgrpo.grpo.answer_check."
+     "is_correct`): completions that end in '#### N', right and wrong, LaTeX fractions through math-verify, and the "
+     "time to refuse an input SymPy would spend unbounded time on"),
     ("The trainer against plain TRL", "python benchmarks/bench_train.py --G 4 16", "benchmarks/bench_train.py",
      "the workflow's GRPO step against a plain TRL GRPOTrainer on the same tiny model and batch, in lockstep in one "
      "process: the overhead ratio in CPU seconds per step (the target is in the script), and the generation levers "
