@@ -1,12 +1,13 @@
-"""Regression to the mean in the forecast's change (docs/forecast.md, "An affine correction of the forecast change,
-measured and not kept"; session 34, real dev only, never the holdout).
+"""Regression to the mean in the forecast's change (docs/forecast-history.md, "An affine correction of the forecast
+change, measured and not kept"; session 34, real dev only, never the holdout).
 
 On the real dev curves at f = 0.25 the forecaster's errors run against its own forecast change (the plateau minus the
 level at the cut, over the reward's range): where it forecasts a large rise the run rises less, where it forecasts
 almost none many runs still rise by a fifth of their range. The textbook correction regresses the true change on the
 forecast one, ``true ~ a * forecast + b``, here fitted leaving out each author's runs (so a run is never corrected by
 its own study) and scored by the plateau error over persistence's, where the reference moves and over every curve.
-The rule for keeping it, declared before it was run (the one of docs/forecast.md): both must fall.
+The rule for keeping it, declared before it was run (the one of docs/forecast-history.md, "A waiting function's
+expected rise"): both must fall.
 
 The result (177 real dev curves, 122 whose reference moves): a = 0.42, b = 0.042 of the range; where the reference
 moves the plateau error falls from 0.822 to 0.755 of persistence's, but over every curve it rises from 0.817 to 1.240:

@@ -1,5 +1,6 @@
-"""Runs like yours: would the corpus forecast a run's plateau better than the forecaster's laws (docs/forecast.md,
-"Runs like yours, measured and not kept"; session 22, real dev logs only, never the holdout)?
+"""Runs like yours: would the corpus forecast a run's plateau better than the forecaster's laws
+(docs/forecast-history.md, "Runs like yours, measured and not kept"; session 22, real dev logs only, never the
+holdout)?
 
 For each real dev reward curve cut at f = 0.25: its early window smoothed (a moving average of an eighth of its
 points) and sampled at nine points from 20% to 100% of the cut, the level at the cut (persistence's forecast in

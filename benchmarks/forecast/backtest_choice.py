@@ -1,4 +1,4 @@
-"""Choosing the forecast by a backtest inside the early window (docs/forecast.md, "A backtest inside the window,
+"""Choosing the forecast by a backtest inside the early window (docs/forecast-history.md, "A backtest inside the window,
 measured and not kept"; session 34, dev only, never the holdout).
 
 The best of the benchmark's forecasts chosen per curve in hindsight (:data:`pgrpo.fit.benchmark.PANEL`) reaches

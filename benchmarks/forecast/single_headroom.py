@@ -1,5 +1,5 @@
-"""A lone reward's headroom in the band (docs/forecast.md, "A lone reward's headroom, measured and not kept"; session
-23, dev only, never the holdout).
+"""A lone reward's headroom in the band (docs/forecast-history.md, "A lone reward's headroom, measured and not
+kept"; session 23, dev only, never the holdout).
 
 The staged forecast (:mod:`pgrpo.fit.staged`) gives a reward function that has not started to rise by the cut its
 headroom, up to its declared top, in half of the band's draws. Would the same help a reward logged as one curve with

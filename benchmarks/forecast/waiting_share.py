@@ -1,4 +1,4 @@
-"""How often, and how far, a reward function still waiting to rise at the cut goes on to rise (docs/forecast.md,
+"""How often, and how far, a reward function still waiting to rise at the cut goes on to rise (docs/forecast-history.md,
 "A waiting function's expected rise, measured and not kept"; session 22, the real dev logs only, never the holdout).
 
 For each real dev log whose reward functions add up to its reward, cut at f = 0.25 as the forecast benchmark cuts
