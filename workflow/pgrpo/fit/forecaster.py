@@ -59,7 +59,8 @@ from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, 
 class ForecasterSettings:
     """The forecaster's levers (each measured by the forecast benchmark; the defaults are the kept ones).
 
-    ``laws``: the candidate laws; ``theory``: add the Eq. 9-10 law when ``mu`` and ``K_ref`` are known;
+    ``laws``: the candidate laws (``logistic`` is opt-in, measured on the dev split and not kept); ``theory``: add
+    the Eq. 9-10 law when ``mu`` and ``K_ref`` are known;
     ``averaging``: ``akaike`` (weights) or ``best`` (the lowest AICc alone); ``criterion``: ``aicc`` or ``aic``;
     ``slowest_rate``: no rate below ``slowest_rate / t_cut`` (None: ``0.1 / T``); ``range_prior``: bound the amplitudes to
     the reward's range (the declared one, else the early window's span widened by ``range_margin`` of itself on each
@@ -368,7 +369,7 @@ def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence
     fits: list[LawFit] = []
     notes: list[str] = []
     for law in laws:
-        grid = shape_grid(law, rate_min, rate_max, context.mu, context.k_ref)
+        grid = shape_grid(law, rate_min, rate_max, context.mu, context.k_ref, float(t[-1]))
         if grid is None:
             continue
         if primary_t.size <= grid.k:

@@ -8,6 +8,8 @@ flat law, and a power-law tail ``d(t) = (1 + r t)^(-alpha)``: a softmax policy t
 approaches its optimum as ``O(1/t)``, not exponentially, while an entropy (or KL) term makes the approach to the
 regularised optimum exponential again (Mei, Xiao, Szepesvari & Schuurmans 2020, "On the global convergence rates of
 softmax policy gradient methods", ICML); the exact bandit of Section 5.6 shows the slow tail after its fast rise.
+An opt-in logistic law (a success rate whose logit moves at a constant speed, as under Adam's normalised steps, its
+take-off at a midpoint the window sees) was measured on the dev split and not kept (docs/forecast-history.md).
 On the grid the amplitudes ``(R0, R_inf)`` are linear, so each law is fitted by variable projection.
 """
 
@@ -42,6 +44,9 @@ TWO_MODE = "two_mode"
 POWER_TAIL = "power_tail"
 
 
+LOGISTIC = "logistic"
+
+
 _TWO_MODE_RATIOS, _TWO_MODE_WEIGHTS = (4.0, 10.0, 30.0, 100.0), (0.1, 0.25, 0.5, 0.75)
 
 
@@ -49,7 +54,12 @@ _TWO_MODE_RATIOS, _TWO_MODE_WEIGHTS = (4.0, 10.0, 30.0, 100.0), (0.1, 0.25, 0.5,
 _POWER_TAIL_EXPONENTS = (0.5, 1.0, 2.0, 4.0)
 
 
-FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, POWER_TAIL, THEORY)
+FORECAST_LAWS: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, POWER_TAIL, LOGISTIC, THEORY)
+
+
+#: the logistic law's midpoints, in units of the cut: a take-off the window sees bend (a later one leaves the plateau
+#: unidentified, its amplitudes' covariance singular, and the grid posterior's Occam factor would favour it)
+_LOGISTIC_MIDPOINTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
 
 
 _N_RATES = 90
@@ -61,6 +71,13 @@ _OVERDAMPED_RATIOS = (1.5, 3.0, 8.0, 25.0, 100.0)
 def deficit_power_tail(t: np.ndarray, rate: float, alpha: float) -> np.ndarray:
     """``(1 + rate t)^(-alpha)``: 1 at ``t = 0``, a power-law approach (``~ (rate t)^(-alpha)``) late."""
     return (1.0 + rate * np.maximum(np.asarray(t, float), 0.0)) ** (-alpha)
+
+
+def deficit_logistic(t: np.ndarray, rate: float, midpoint: float) -> np.ndarray:
+    """``(1 + exp(-rate m)) / (1 + exp(rate (t - m)))``: 1 at ``t = 0``, half of the way at ``t ~ m``, 0 late; the
+    logit of a success rate moving at a constant speed, as it does under Adam's normalised steps."""
+    t = np.maximum(np.asarray(t, float), 0.0)
+    return (1.0 + np.exp(-rate * midpoint)) / (1.0 + np.exp(np.minimum(rate * (t - midpoint), 700.0)))
 
 
 def theory_shape(x: np.ndarray, mu: float, k_ref: float) -> tuple[np.ndarray, np.ndarray]:
@@ -110,6 +127,8 @@ class ShapeGrid:
             return out
         if self.law == OVERDAMPED:
             return deficit_from_poles(row, column["slow_pole_exact"], column["fast_pole"])
+        if self.law == LOGISTIC:
+            return deficit_logistic(row, column["rate"], column["midpoint"])
         return np.array([theory_deficit(t, s["omega_n"], s["zeta"]) for s in self.shapes]).reshape(-1, t.size)
 
     def _columns(self) -> dict[str, np.ndarray]:
@@ -126,9 +145,10 @@ class ShapeGrid:
 
 
 def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = None,
-               k_ref: float | None = None) -> ShapeGrid | None:
+               k_ref: float | None = None, t_cut: float | None = None) -> ShapeGrid | None:
     """The grid of ``law`` with every rate in ``[rate_min, rate_max]`` (None for the theory law without mu, K_ref,
-    or when no stable ``x`` has a rate in range)."""
+    or when no stable ``x`` has a rate in range; for the logistic law without ``t_cut``, the window's last step, which
+    sets its midpoints)."""
     rates = np.geomspace(rate_min, rate_max, _N_RATES)
     if law == FLAT:
         return ShapeGrid(FLAT, [{}], 1)
@@ -151,6 +171,12 @@ def shape_grid(law: str, rate_min: float, rate_max: float, mu: float | None = No
     if law == POWER_TAIL:
         return ShapeGrid(law, [{"rate": float(r), "alpha": a} for r in np.geomspace(rate_min, rate_max, _N_RATES // 2)
                                for a in _POWER_TAIL_EXPONENTS], 4)
+    if law == LOGISTIC:
+        if not t_cut or t_cut <= 0:
+            return None
+        return ShapeGrid(law, [{"rate": float(r), "midpoint": float(m * t_cut)}
+                               for r in np.geomspace(rate_min, rate_max, _N_RATES // 6)
+                               for m in _LOGISTIC_MIDPOINTS], 4)
     if law == THEORY:
         if mu is None or k_ref is None:
             return None
@@ -177,5 +203,5 @@ def slowest_rate(law: str, shape: dict[str, float]) -> float | None:
     if law == THEORY:
         return shape["zeta"] * shape["omega_n"] if shape["zeta"] < 1 else shape["omega_n"]
     key = {EXPONENTIAL: "lambda", THREE_PHASE: "omega_n", OVERDAMPED: "slow_pole", TWO_MODE: "slow",
-           POWER_TAIL: "rate"}.get(law)
+           POWER_TAIL: "rate", LOGISTIC: "rate"}.get(law)
     return shape[key] if key else None
