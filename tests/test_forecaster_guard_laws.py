@@ -154,6 +154,20 @@ def test_the_logistic_deficit_by_hand_and_its_law_recovers_a_take_off_inside_the
     assert np.max(np.abs(p.mean - truth[~early])) < 0.05
 
 
+def test_the_amplitude_volume_by_hand_laplace_and_bounded_by_the_range_box():
+    """Laplace: -logdet / 2. Bounded (range [0, 2], box area 4, log 4 = 1.386): log(2 pi scale) - logdet / 2, at most
+    log 4. With scale 1: logdet = 10 gives log(2 pi) - 5 = -3.162 (well identified, under the cap); logdet = -10 gives
+    log(2 pi) + 5 = 6.838, capped at 1.386 (amplitudes the window cannot tell apart gain no more than the box)."""
+    from pgrpo.fit.forecaster import amplitude_log_volume
+
+    logdet = np.array([10.0, -10.0])
+    assert amplitude_log_volume(logdet, 1.0, (0.0, 2.0)) == pytest.approx([-5.0, 5.0])
+    assert amplitude_log_volume(logdet, 1.0, (0.0, 2.0), "bounded") == pytest.approx(
+        [math.log(2 * math.pi) - 5.0, math.log(4.0)])
+    assert amplitude_log_volume(logdet, 1.0, None, "bounded") == pytest.approx([-5.0, 5.0])  # no range, no box
+    assert amplitude_log_volume(logdet, 1.0, (0.0, 2.0), "bounded", flat=True) == pytest.approx([-5.0, 5.0])
+
+
 def test_t90_is_that_of_the_point_forecast_with_the_draws_mean_beside_it():
     """Early log flat at 0 (steps 0-9), the mean curve 0 until step 14 then 1 (plateau: the last 10% of 20 steps = 1,
     t90 = 15). Half the draws are that curve (t90 = 15), half rise at step 19 only (their plateau 0.5, reached at

@@ -84,7 +84,9 @@ class ForecasterSettings:
     with a declared range that has not started to rise by the cut keeps its headroom in the draws, as a reward
     function waiting to rise does in the sum (:func:`pgrpo.fit.headroom.waiting_reward`); measured on the dev split
     and not kept (issue 21: it takes the bandit's dev coverage over 90% and the stop rule's savings on the generated
-    dev sweeps to none, while the flat family's coverage does not move).
+    dev sweeps to none, while the flat family's coverage does not move). ``occam``: the grid posterior's amplitude
+    volume as Laplace gives it (``laplace``) or capped at the range's box (``bounded``, :func:`_law_draws`); measured
+    on the dev split (session 34): the cap never binds under the window-bounded rates, every score the same.
     """
 
     laws: tuple[str, ...] = (FLAT, EXPONENTIAL, THREE_PHASE, OVERDAMPED, TWO_MODE, POWER_TAIL)
@@ -108,6 +110,7 @@ class ForecasterSettings:
     min_law_points: int = 8
     flat_level: str = "smoothed"
     headroom: bool = False
+    occam: str = "laplace"
 
     def replace(self, **changes: Any) -> "ForecasterSettings":
         return dataclasses.replace(self, **changes)
@@ -396,7 +399,7 @@ def law_mixture_forecast(t: Sequence[float], y: Sequence[float], steps: Sequence
     for fit, count in zip(fits, counts):
         if count == 0:
             continue
-        md, fd = _law_draws(fit, steps, t, count, bounds, rng)
+        md, fd = _law_draws(fit, steps, t, count, bounds, rng, settings.occam)
         mean_draws.append(md)
         fitted_draws.append(fd)
     mean_draws = np.vstack(mean_draws)
@@ -518,12 +521,28 @@ def _curve(fit: LawFit, i: int, t: np.ndarray, future: bool = False) -> np.ndarr
     return fit.rinf[i] - (fit.rinf[i] - fit.r0[i]) * d
 
 
+def amplitude_log_volume(logdet: np.ndarray, scale: float, bounds: tuple[float, float] | None, occam: str = "laplace",
+                         flat: bool = False) -> np.ndarray:
+    """The grid posterior's volume term per grid point, from ``logdet = log det(X^T W X)``: ``laplace``,
+    ``-logdet / 2`` (``log sqrt(det 2 pi C)`` up to a constant, ``C = scale (X^T W X)^-1``); ``bounded`` (two
+    amplitudes and a range), ``log sqrt(det 2 pi C)`` itself, ``log(2 pi scale) - logdet / 2``, at most the log of the
+    prior box's area ``2 log(hi - lo)``."""
+    if occam == "bounded" and bounds is not None and not flat:
+        return np.minimum(math.log(2 * math.pi * scale) - 0.5 * np.asarray(logdet, float),
+                          2 * math.log(max(bounds[1] - bounds[0], 1e-300)))
+    return -0.5 * np.asarray(logdet, float)
+
+
 def _law_draws(fit: LawFit, steps: np.ndarray, t: np.ndarray, count: int, bounds: tuple[float, float] | None,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` draws of the mean curve at ``steps`` (and at ``t``) from the law's grid posterior."""
+               rng: np.random.Generator, occam: str = "laplace") -> tuple[np.ndarray, np.ndarray]:
+    """``count`` draws of the mean curve at ``steps`` (and at ``t``) from the law's grid posterior: the profile
+    likelihood times the amplitudes' volume ``sqrt(det 2 pi C)`` (Laplace); with ``occam = "bounded"`` and a range,
+    that volume at most the amplitude prior's box (a flat prior on the range: a grid point whose amplitudes the
+    window cannot tell apart gains no more than the box holds)."""
     chi2_min = float(np.nanmin(fit.chi2))
     scale = max(chi2_min / max(fit.n - fit.k, 1), 1.0)
-    log_post = -0.5 * (fit.chi2 - chi2_min) / scale - 0.5 * fit.logdet
+    log_post = -0.5 * (fit.chi2 - chi2_min) / scale + amplitude_log_volume(fit.logdet, scale, bounds, occam,
+                                                                            fit.law == FLAT)
     log_post = np.where(np.isfinite(log_post), log_post, -np.inf)
     post = np.exp(log_post - np.max(log_post))
     post = post / post.sum()
