@@ -62,6 +62,19 @@ def dev_curves(part: str) -> list:
     return [c for c in real_corpus(ROOT / "benchmarks/forecast/data") if c.split == "dev"]
 
 
+def compare_on_dev(part: str, variants: dict[str, ForecasterSettings], workers: int = 1) -> None:
+    """Persistence and the forecaster under each of ``variants`` (name -> settings) on the ``part``'s dev curves at
+    :data:`FRACTION`: one line of :data:`KEYS` per variant (the summary's overall dev row, persistence as baseline)."""
+    curves = dev_curves(part)
+    methods = {"persistence": baseline_method("persistence")}
+    methods |= {name: forecaster_method(settings) for name, settings in variants.items()}
+    rows = run_protocol(curves, methods, fractions=(FRACTION,), workers=workers)
+    print(f"{len(curves)} {part} dev curves at f = {FRACTION}")
+    for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
+        if r["part"] == "overall" and r["split"] == "dev" and r["method"] in variants:
+            print(r["method"].ljust(26), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
+
+
 def mixture(method: str, parts: list[tuple[float, Predictive]], seed: int = 0) -> Predictive:
     """The draws of ``parts`` mixed in proportion to their weights; the mean the weighted mean of their means."""
     rng = np.random.default_rng(seed)

@@ -26,15 +26,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backtest_choice import FRACTION, KEYS, dev_curves  # noqa: E402  (beside this script)
+from backtest_choice import compare_on_dev  # noqa: E402  (beside this script)
 
-from pgrpo.fit.benchmark import baseline_method, forecaster_method, run_protocol, summarize  # noqa: E402
 from pgrpo.fit.forecaster import ForecasterSettings  # noqa: E402
 
 
@@ -43,15 +40,8 @@ def main() -> None:
     parser.add_argument("part", nargs="?", default="real")
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    curves = dev_curves(args.part)
     today = ForecasterSettings()
-    methods = {"persistence": baseline_method("persistence"), "forecaster": forecaster_method(today),
-               "forecaster, bounded Occam": forecaster_method(today.replace(occam="bounded"))}
-    rows = run_protocol(curves, methods, fractions=(FRACTION,), workers=args.workers)
-    print(f"{len(curves)} {args.part} dev curves at f = {FRACTION}")
-    for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
-        if r["part"] == "overall" and r["split"] == "dev" and r["method"] in methods and r["method"] != "persistence":
-            print(r["method"].ljust(26), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
+    compare_on_dev(args.part, {"forecaster": today, "forecaster, bounded Occam": today.replace(occam="bounded")}, args.workers)
 
 
 if __name__ == "__main__":
