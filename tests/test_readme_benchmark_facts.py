@@ -260,10 +260,15 @@ def test_the_main_jobs_time_is_quoted_from_its_own_cost_table(tmp_path):
     summary.write_text(json.dumps({**resumed, "jobs_run": 1, "elapsed_seconds": 2.0}))
     facts = collect_facts(job_costs_json=str(summary))
     block = render_block(facts)
-    assert "no whole run's elapsed time (the table's run executed 1 of the 3 jobs) · 16.0 min of job-seconds" in block
+    # what a whole run still cannot beat, by hand: max(critical path 900 s, 960 job-seconds / 2 cores) = 15.0 min
+    assert ("no whole run's elapsed time (the table's run executed 1 of the 3 jobs) · a whole run on 2 cores takes at "
+            "least 15.0 min · 16.0 min of job-seconds") in block
     assert "min elapsed" not in block
     page = render_benchmarks_page(facts, "figures")
     assert "- elapsed: no whole run measured: the run that wrote the table executed 1 of the 3 jobs" in page
+    summary.write_text(json.dumps({**resumed, "jobs_run": 1, "elapsed_seconds": 2.0, "cores": 1}))
+    block = render_block(collect_facts(job_costs_json=str(summary)))
+    assert "a whole run on 1 core takes at least 16.0 min" in block  # on one core the work itself: 960 s > 900 s
     bad = tmp_path / "bad.json"
     bad.write_text('{"jobs": 3}')
     assert any("job costs" in m and "job_seconds" in m for m in collect_facts(job_costs_json=str(bad))["missing"])
