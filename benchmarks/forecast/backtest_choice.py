@@ -62,17 +62,35 @@ def dev_curves(part: str) -> list:
     return [c for c in real_corpus(ROOT / "benchmarks/forecast/data") if c.split == "dev"]
 
 
-def compare_on_dev(part: str, variants: dict[str, ForecasterSettings], workers: int = 1) -> None:
-    """Persistence and the forecaster under each of ``variants`` (name -> settings) on the ``part``'s dev curves at
-    :data:`FRACTION`: one line of :data:`KEYS` per variant (the summary's overall dev row, persistence as baseline)."""
-    curves = dev_curves(part)
-    methods = {"persistence": baseline_method("persistence")}
-    methods |= {name: forecaster_method(settings) for name, settings in variants.items()}
-    rows = run_protocol(curves, methods, fractions=(FRACTION,), workers=workers)
+def score_on_dev(part: str, methods: dict, workers: int = 1, limit: int | None = None) -> list[dict]:
+    """Persistence and ``methods`` (name -> method) on the ``part``'s dev curves (the first ``limit``) at
+    :data:`FRACTION`: prints one line of :data:`KEYS` per method (the summary's overall dev row, persistence as
+    baseline) and returns the rows."""
+    curves = dev_curves(part)[:limit]
+    rows = run_protocol(curves, {"persistence": baseline_method("persistence"), **methods}, fractions=(FRACTION,),
+                        workers=workers)
     print(f"{len(curves)} {part} dev curves at f = {FRACTION}")
     for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
-        if r["part"] == "overall" and r["split"] == "dev" and r["method"] in variants:
+        if r["part"] == "overall" and r["split"] == "dev" and r["method"] in methods:
             print(r["method"].ljust(26), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
+    return rows
+
+
+def compare_variant(name: str, variant: ForecasterSettings) -> None:
+    """The command line of a script that compares one variant of the forecaster's settings with today's:
+    ``PART [--workers N]`` (part ``real``, ``closed`` or ``bandit``)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("part", nargs="?", default="real")
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    score_on_dev(args.part, {"forecaster": forecaster_method(ForecasterSettings()),
+                             name: forecaster_method(variant)}, args.workers)
+
+
+def panel_methods(settings: ForecasterSettings) -> dict:
+    """The forecasts the benchmark's hindsight panel chooses among, but the staged sum: the baselines and the
+    forecaster."""
+    return {name: baseline_method(name) for name in BASELINES} | {"forecaster": forecaster_method(settings)}
 
 
 def mixture(method: str, parts: list[tuple[float, Predictive]], seed: int = 0) -> Predictive:
@@ -94,7 +112,7 @@ def mixture(method: str, parts: list[tuple[float, Predictive]], seed: int = 0) -
 
 
 def backtest_method(settings: ForecasterSettings, how: str):
-    panel = {name: baseline_method(name) for name in BASELINES} | {"forecaster": forecaster_method(settings)}
+    panel = panel_methods(settings)
 
     def run(curve, t, y, steps, context):
         inner = t <= t[0] + INNER * (t[-1] - t[0])
@@ -137,7 +155,7 @@ def backtest_method(settings: ForecasterSettings, how: str):
 def combination_method(settings: ForecasterSettings, how: str, members: tuple[str, ...]):
     """The forecasts of ``members`` combined with equal weights: their draws mixed equally, the point forecast their
     pointwise mean (``how = "mean"``) or median (``"median"``: robust to one law's runaway extrapolation)."""
-    panel = {name: baseline_method(name) for name in BASELINES} | {"forecaster": forecaster_method(settings)}
+    panel = panel_methods(settings)
 
     def run(curve, t, y, steps, context):
         parts = []
@@ -160,22 +178,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--combinations", action="store_true", help="the equal-weight combinations instead")
     args = parser.parse_args()
-    curves = dev_curves(args.part)[: args.limit]
     settings = ForecasterSettings()
-    methods = {"persistence": baseline_method("persistence"), "forecaster": forecaster_method(settings),
-               "backtest: best": backtest_method(settings, "best"),
+    methods = {"forecaster": forecaster_method(settings), "backtest: best": backtest_method(settings, "best"),
                "backtest: weights": backtest_method(settings, "weights")}
     if args.combinations:
-        methods = {"persistence": methods["persistence"], "forecaster": methods["forecaster"],
+        methods = {"forecaster": methods["forecaster"],
                    "combination: median of all": combination_method(settings, "median", (*BASELINES, "forecaster")),
                    "combination: mean of fitted": combination_method(
                        settings, "mean", ("forecaster", "exponential", "sigmoid", "domhan")),
                    "combination: forecaster + domhan": combination_method(settings, "mean", ("forecaster", "domhan"))}
-    rows = run_protocol(curves, methods, fractions=(FRACTION,), workers=args.workers)
-    print(f"{len(curves)} {args.part} dev curves at f = {FRACTION}")
-    for r in summarize([r for r in rows if r.get("success")], baselines=("persistence",)):
-        if r["part"] == "overall" and r["split"] == "dev" and r["method"] != "persistence":
-            print(r["method"].ljust(18), " ".join(f"{k} {r.get(k, np.nan):.3f}" for k in KEYS))
+    rows = score_on_dev(args.part, methods, args.workers, args.limit)
     from collections import Counter
 
     chosen = Counter(r.get("mixture") for r in rows if r.get("method") == "backtest: best")

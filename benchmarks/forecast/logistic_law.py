@@ -23,7 +23,6 @@ core).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -31,20 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backtest_choice import compare_on_dev  # noqa: E402  (beside this script)
+from backtest_choice import compare_variant  # noqa: E402  (beside this script)
 
 from pgrpo.fit.forecaster import ForecasterSettings  # noqa: E402
 from pgrpo.fit.shape_grid import LOGISTIC  # noqa: E402
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("part", nargs="?", default="real")
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    today = ForecasterSettings()
-    compare_on_dev(args.part, {"forecaster": today, "forecaster + logistic": today.replace(laws=(*today.laws, LOGISTIC))}, args.workers)
-
-
 if __name__ == "__main__":
-    main()
+    compare_variant("forecaster + logistic", ForecasterSettings(laws=(*ForecasterSettings().laws, LOGISTIC)))

@@ -22,7 +22,6 @@ Run: ``python benchmarks/forecast/occam_bound.py real|closed|bandit [--workers N
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -30,19 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backtest_choice import compare_on_dev  # noqa: E402  (beside this script)
+from backtest_choice import compare_variant  # noqa: E402  (beside this script)
 
 from pgrpo.fit.forecaster import ForecasterSettings  # noqa: E402
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("part", nargs="?", default="real")
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    today = ForecasterSettings()
-    compare_on_dev(args.part, {"forecaster": today, "forecaster, bounded Occam": today.replace(occam="bounded")}, args.workers)
-
-
 if __name__ == "__main__":
-    main()
+    compare_variant("forecaster, bounded Occam", ForecasterSettings(occam="bounded"))
