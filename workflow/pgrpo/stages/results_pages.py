@@ -168,12 +168,14 @@ def _timing_headline(timings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _cost_headline(costs: Mapping[str, Any]) -> dict[str, Any]:
-    """The main job's time from its own cost table: elapsed on its cores, job-seconds, the critical path."""
+    """The main job's time from its own cost table: elapsed on its cores, job-seconds, the critical path, and the
+    least wall-clock a whole run on those cores can take (the table's ``wall_lower_bound_seconds``)."""
     return {"id": "main_job", "values": [_value("elapsed", costs.get("elapsed_seconds")),
                                          _value("job-seconds", costs["job_seconds"], of=costs["jobs"]),
                                          _value("critical path", costs["critical_path_seconds"],
                                                 of=costs["critical_path_jobs"])],
-            "cores": costs["cores"], "jobs_run": costs.get("jobs_run"),
+            "cores": costs["cores"], "wall_lower_bound": costs["wall_lower_bound_seconds"],
+            "jobs_run": costs.get("jobs_run"),
             "costliest": (costs.get("rules") or [None])[0]}
 
 

@@ -102,11 +102,9 @@ def _main_job(h: Mapping[str, Any]) -> str:
     ran = h.get("jobs_run")
     if ran is not None and ran != job_seconds["of"]:  # a resumed run's wall-clock is not the main job's
         text = f"no whole run's elapsed time (the table's run executed {ran} of the {job_seconds['of']} jobs) · "
-        if h.get("cores") and job_seconds.get("value") is not None and critical.get("value") is not None:
-            # what a whole run on these cores cannot beat: the longest chain, or the work shared out perfectly
-            floor = max(float(critical["value"]), float(job_seconds["value"]) / h["cores"])
+        if h.get("wall_lower_bound") is not None:  # the cost table's: max(critical path, job-seconds / cores)
             cores = f"{h['cores']} core{'' if h['cores'] == 1 else 's'}"
-            text += f"a whole run on {cores} takes at least {fmt(floor / 60, '.1f')} min · "
+            text += f"a whole run on {cores} takes at least {fmt(h['wall_lower_bound'] / 60, '.1f')} min · "
     else:
         text = (f"{fmt(elapsed['value'] / 60, '.1f')} min elapsed on {h['cores']} cores · "
                 if elapsed.get("value") is not None else "")
