@@ -1,7 +1,9 @@
 """Answer checking by kind (pgrpo.answer_check) against verdicts decided by hand, and against math-verify's own
 regression cases (tests/data/math_verify_cases.json, made by tests/data/extract_math_verify_cases.py)."""
 
+import importlib.util
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -341,7 +343,14 @@ def test_gsm8k_style_completions_are_checked_on_their_final_line():
 
 
 def gsm8k_style_cases() -> tuple[list[str], list[str]]:
-    """2000 GSM8K-style completions ('a + b = c' then '#### c' with thousands separators) and their golds."""
-    completions = [f"{a} + {b} = {a + b}\n#### {a + b:,}" for a in range(40) for b in range(50)]
-    golds = [f"{a} + {b} = <<{a}+{b}={a + b}>>{a + b}\n#### {a + b}" for a in range(40) for b in range(50)]
-    return completions, golds
+    """The 2000 GSM8K-style completions ('a + b = c' then '#### c' with thousands separators) and golds that
+    benchmarks/bench_answer_check.py times, built by that script's own builder (one set of cases for both)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_answer_check.py"
+    spec = importlib.util.spec_from_file_location("bench_answer_check_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))  # the script imports benchmarks/timing.py beside it
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module.gsm8k_style()

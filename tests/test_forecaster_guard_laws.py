@@ -260,3 +260,32 @@ def test_an_amplitude_draw_is_numpys_multivariate_normal_from_the_same_generator
                 continue
             want = numpys.multivariate_normal(mean, fit.cov[i] * 1.7, check_valid="ignore")
             assert got == (float(want[0]), float(want[1]))
+
+
+# --- the settings: a lever no code path reads is named when the settings are made --------------------------------
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"laws": ("flat", "exponentail")}, "exponentail"),
+    ({"laws": ()}, "at least one law"),
+    ({"guard": "blnd"}, "ForecasterSettings.guard = 'blnd'"),
+    ({"center": "median"}, "ForecasterSettings.center = 'median'"),
+    ({"occam": "Laplace"}, "ForecasterSettings.occam"),
+    ({"criterion": "bic"}, "ForecasterSettings.criterion"),
+    ({"draws": 0}, "draws (0)"),
+])
+def test_settings_name_a_value_no_code_path_reads(changes, named):
+    """Before this check a misspelt guard mode fell silently to the inverse-MSE blend (level_guard's last branch) and a
+    misspelt law failed only at the first forecast, mid-benchmark."""
+    with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        ForecasterSettings().replace(**changes)
+
+
+def test_settings_accept_every_value_the_benchmark_levers_use():
+    """The levers the forecast benchmark scores (opt-in laws, every guard mode, every centre) are valid settings."""
+    for law in ("logistic", "theory", "two_mode", "power_tail", "overdamped", "three_phase"):
+        assert law in ForecasterSettings(laws=("flat", law)).laws
+    for guard in ("off", "points", "blend", "excess", "switch"):
+        assert ForecasterSettings(guard=guard).guard == guard
+    for center in ("auto", "draws", "best", "recenter"):
+        assert ForecasterSettings(center=center).center == center

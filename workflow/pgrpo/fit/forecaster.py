@@ -52,7 +52,27 @@ from pgrpo.fit.intervals import (
     time_to_fraction_of_change,
 )
 from pgrpo.fit.laws import EXPONENTIAL, OVERDAMPED, THREE_PHASE
-from pgrpo.fit.shape_grid import FLAT, POWER_TAIL, THEORY, TWO_MODE, ShapeGrid, shape_grid, slowest_rate
+from pgrpo.fit.shape_grid import (
+    FLAT,
+    FORECAST_LAWS,
+    POWER_TAIL,
+    THEORY,
+    TWO_MODE,
+    ShapeGrid,
+    shape_grid,
+    slowest_rate,
+)
+
+
+#: the string levers of :class:`ForecasterSettings` and the values their code paths read
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "averaging": ("akaike", "best"),
+    "criterion": ("aicc", "aic"),
+    "center": ("auto", "draws", "best", "recenter"),
+    "guard": ("points", "blend", "excess", "switch", "off"),
+    "flat_level": ("smoothed", "mean"),
+    "occam": ("laplace", "bounded"),
+}
 
 
 @dataclass(frozen=True)
@@ -111,6 +131,21 @@ class ForecasterSettings:
     flat_level: str = "smoothed"
     headroom: bool = False
     occam: str = "laplace"
+
+    def __post_init__(self) -> None:
+        """A lever given a value no code path reads (a misspelt law or mode) is named here, when the settings are
+        made, instead of failing mid-benchmark or falling silently to another branch."""
+        unknown = [law for law in self.laws if law not in FORECAST_LAWS]
+        if unknown or not self.laws:
+            raise ValueError(f"ForecasterSettings.laws: unknown law(s) {unknown} (known: {', '.join(FORECAST_LAWS)})"
+                             if unknown else "ForecasterSettings.laws: at least one law is needed")
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"ForecasterSettings.{name} = {getattr(self, name)!r}: expected one of "
+                                 f"{', '.join(allowed)}")
+        if self.draws < 1 or self.min_law_points < 1:
+            raise ValueError(f"ForecasterSettings: draws ({self.draws}) and min_law_points ({self.min_law_points}) "
+                             "must be at least 1")
 
     def replace(self, **changes: Any) -> "ForecasterSettings":
         return dataclasses.replace(self, **changes)
