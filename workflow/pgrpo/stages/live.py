@@ -173,9 +173,10 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
                quiet: bool = False, forecast_every: int = DEFAULT_FORECAST_EVERY,
                lag_reads: int = DEFAULT_LAG_READS, gold_reward: str | None = None,
                component_ranges: Mapping[str, Sequence[float]] | None = None,
-               stop_if_reached: float | None = None) -> dict[str, Any]:
+               stop_if_reached: float | None = None, out_png: str | None = None) -> dict[str, Any]:
     """``pgrpo replay LOG``: :func:`replay_curves` over any saved log (the formats ``pgrpo diagnose`` reads),
-    printing one verdict line per read; ``out_json`` gets the replay's JSON. ``lag_reads``: 1 models the
+    printing one verdict line per read; ``out_json`` gets the replay's JSON, ``out_png`` its figure
+    (:func:`pgrpo.figures.live.replay_figure`). ``lag_reads``: 1 models the
     callback's default (background reads: a stop one read after the read that decided), 0 ``background=False``
     (``pgrpo replay --synchronous``)."""
     meta = _read_meta(meta_json)
@@ -198,6 +199,12 @@ def run_replay(log_path: str, every: int = 10, stop_on: Sequence[str] = (), stop
     result.pop("_last"), result.pop("_reads")
     if out_json:
         write_json(out_json, result)
+    if out_png:
+        from pgrpo.figures.live import replay_figure, replay_title
+        from pgrpo.figures.style import save_pdf_png
+
+        steps, rewards, _ = curves.series("reward")
+        save_pdf_png(replay_figure(steps, rewards, result, replay_title(log_path)), None, out_png)
     return result
 
 

@@ -21,6 +21,8 @@ def add_commands(commands: Commands) -> None:
     p.add_argument("--every", type=int, default=10, help="read every N logged training steps (default 10)")
     _stop_rule_arguments(p, "")
     p.add_argument("--json", help="write the replay as JSON")
+    p.add_argument("--png", help="draw the replay: the reward, the plateau forecast read by read with its 80%% "
+                                 "interval, the reads that flagged each mode and the stop")
     _run_arguments(p, "default: meta's max_steps, else the last logged step")
     p.add_argument("--forecast-every", type=int, default=3, help="forecast at the first and every N-th read, as the "
                                                                  "callback does (default 3; 1: every read)")
@@ -121,7 +123,8 @@ def _replay(args):
                              max_completion_length=args.max_completion_length, total_steps=args.total_steps,
                              quiet=args.quiet, forecast_every=args.forecast_every,
                              lag_reads=0 if args.synchronous else 1, gold_reward=args.gold_reward,
-                             component_ranges=parse_component_ranges(args.component_range) or None)
+                             component_ranges=parse_component_ranges(args.component_range) or None,
+                             out_png=args.png)
     first = ", ".join(f"{m} at step {s:g}" for m, s in result["first_flagged"].items()) or "no mode flagged"
     stopped = result["stopped"]
     decided = (f", decided by the read at step {stopped['read_step']:g}"
