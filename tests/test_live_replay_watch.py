@@ -240,3 +240,28 @@ def test_the_page_shades_each_flagged_episode_on_the_reward_curve():
     assert "truncation" not in svg  # not flagged: no span
     assert svg in live_html(payload)
     assert curve_svg({"modes": {}, "live": {}}) == ""  # no curve, no plot
+
+
+def test_the_page_draws_each_reads_plateau_forecast_held_until_the_next():
+    """Steps 0..100 across 720 units and rewards 0.5..0.6 across 220: reads at steps 20 (plateau 0.55, 80% 0.5 to
+    0.6) and 60 (0.58, 0.56 to 0.6) draw the mean at y 110 from x 144 to 432, then at y 44 to the last step (x 720);
+    a read's interval reaching far below the reward is drawn no lower than half the reward's span (0.45: y 220)."""
+    import re
+
+    from pgrpo.live.page import curve_svg, live_html, reward_curve
+
+    curve = reward_curve({"step": list(range(0, 101)), "reward": [0.5 + 0.001 * s for s in range(0, 101)]})
+    reads = [{"step": 20, "plateau": {"mean": 0.55, "lo80": 0.5, "hi80": 0.6}},
+             {"step": 40, "plateau": None},  # a read between forecasts
+             {"step": 60, "plateau": {"mean": 0.58, "lo80": 0.56, "hi80": 0.6}}]
+    svg = curve_svg({"modes": {}, "live": {"curve": curve, "reads": reads}})
+    mean = re.search(r"<polyline class='plateau' points='([^']+)'", svg).group(1)
+    assert mean == "144.0,110.0 432.0,110.0 432.0,44.0 720.0,44.0"
+    assert "<polygon class='plateau-band'" in svg and "the plateau forecast of each read" in svg
+    wide = [{"step": 20, "plateau": {"mean": 0.55, "lo80": -10.0, "hi80": 0.6}}]
+    svg = curve_svg({"modes": {}, "live": {"curve": curve, "reads": wide}})
+    y = float(re.search(r"<polyline class='plateau' points='144.0,([\d.]+) ", svg).group(1))
+    assert abs(y - (220 - (0.55 - 0.45) / (0.6 - 0.45) * 220)) < 0.06  # the scale 0.45..0.6, not -10..0.6
+    page = live_html({"modes": {}, "forecast": {"plateau": {"mean": 0.55123, "lo80": 0.5, "hi80": 1234.56},
+                                                "t90": {"mean": 135.6}}, "live": {"curve": curve, "reads": reads}})
+    assert "plateau 0.551 (80%: 0.5 to 1235); t90 step 136;" in page

@@ -5,6 +5,7 @@ atomically by the caller (the callback, ``pgrpo replay``/``watch``)."""
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Mapping, Sequence
 
 from pgrpo.diagnose.records import plain
@@ -62,6 +63,8 @@ def reward_curve(frame: Any) -> dict[str, list[float]] | None:
 
 #: the page's plot area, in SVG user units
 PLOT_W, PLOT_H = 720.0, 220.0
+#: the plateau forecast's colour (the forecast figures' blue)
+FORECAST_COLOUR = "#1f77b4"
 EPISODE_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#de2d26", "#636363", "#fd8d3c", "#9ecae1")
 
 
@@ -81,16 +84,39 @@ def episode_spans(payload: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     return spans
 
 
+def plateau_steps(payload: Mapping[str, Any]) -> list[tuple[float, float, float, float]]:
+    """(read step, plateau mean, lo80, hi80) of each read so far that carries a forecast (``live.reads``)."""
+    out = []
+    for read in (payload.get("live") or {}).get("reads") or []:
+        plateau = read.get("plateau") if isinstance(read, Mapping) else None
+        if not isinstance(plateau, Mapping):
+            continue
+        try:
+            row = (float(read["step"]), float(plateau["mean"]), float(plateau["lo80"]), float(plateau["hi80"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if all(math.isfinite(v) for v in row):
+            out.append(row)
+    return out
+
+
 def curve_svg(payload: Mapping[str, Any]) -> str:
-    """The reward curve with each flagged mode's episodes shaded (Figure-style, inline SVG); "" without a curve."""
+    """The reward curve with each flagged mode's episodes shaded and the plateau forecast of each read (its 80%
+    interval held until the next read that forecast, the last to the latest step; Figure-style, inline SVG); ""
+    without a curve. The vertical scale covers the reward and the band, an early band no more than half the
+    reward's span beyond it (a first read's wide interval does not flatten the curve)."""
     curve = (payload.get("live") or {}).get("curve")
     if not curve or not curve.get("step"):
         return ""
     steps, rewards = curve["step"], curve["reward"]
     x0, x1 = min(steps), max(steps)
-    y0, y1 = min(rewards), max(rewards)
+    r0, r1 = min(rewards), max(rewards)
+    track = plateau_steps(payload)
+    span = (r1 - r0) or 1.0
+    y0 = min([r0] + [max(lo, r0 - 0.5 * span) for _, _, lo, _ in track])
+    y1 = max([r1] + [min(hi, r1 + 0.5 * span) for _, _, _, hi in track])
     xs = (lambda x: (x - x0) / (x1 - x0) * PLOT_W if x1 > x0 else PLOT_W / 2)
-    ys = (lambda y: PLOT_H - ((y - y0) / (y1 - y0) * PLOT_H if y1 > y0 else PLOT_H / 2))
+    ys = (lambda y: PLOT_H - ((min(max(y, y0), y1) - y0) / (y1 - y0) * PLOT_H if y1 > y0 else PLOT_H / 2))
     modes = list(dict.fromkeys(mode for mode, _, _ in episode_spans(payload)))
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{PLOT_W:g}' height='{PLOT_H + 20:g}' "
              f"viewBox='0 0 {PLOT_W:g} {PLOT_H + 20:g}' class='curve'>"]
@@ -100,6 +126,17 @@ def curve_svg(payload: Mapping[str, Any]) -> str:
         parts.append(f"<rect class='episode' data-mode='{html.escape(mode)}' x='{left:.1f}' y='0' "
                      f"width='{max(right - left, 1.0):.1f}' height='{PLOT_H:g}' fill='{colour}' fill-opacity='0.18'>"
                      f"<title>{html.escape(mode)}: steps {start:g} to {end:g}</title></rect>")
+    if track:  # each forecast held until the next read that forecast, the last one to the latest logged step
+        ends = [step for step, _, _, _ in track[1:]] + [max(x1, track[-1][0])]
+        upper = " ".join(f"{xs(a):.1f},{ys(hi):.1f} {xs(b):.1f},{ys(hi):.1f}"
+                         for (a, _, _, hi), b in zip(track, ends))
+        lower = " ".join(f"{xs(b):.1f},{ys(lo):.1f} {xs(a):.1f},{ys(lo):.1f}"
+                         for (a, _, lo, _), b in reversed(list(zip(track, ends))))
+        mean = " ".join(f"{xs(a):.1f},{ys(m):.1f} {xs(b):.1f},{ys(m):.1f}" for (a, m, _, _), b in zip(track, ends))
+        parts.append(f"<polygon class='plateau-band' points='{upper} {lower}' fill='{FORECAST_COLOUR}' "
+                     "fill-opacity='0.2' stroke='none'/>")
+        parts.append(f"<polyline class='plateau' points='{mean}' fill='none' stroke='{FORECAST_COLOUR}' "
+                     "stroke-width='1.4'/>")
     points = " ".join(f"{xs(x):.1f},{ys(y):.1f}" for x, y in zip(steps, rewards))
     parts.append(f"<polyline points='{points}' fill='none' stroke='#222' stroke-width='1.2'/>")
     parts.append(f"<text x='0' y='{PLOT_H + 15:g}' font-size='11'>step {x0:g}</text>"
@@ -107,9 +144,26 @@ def curve_svg(payload: Mapping[str, Any]) -> str:
     legend = ", ".join(f"<span style='color:{EPISODE_COLOURS[i % len(EPISODE_COLOURS)]}'>{html.escape(m)}</span>"
                        for i, m in enumerate(modes))
     parts.append("</svg>")
-    caption = f"<p>reward from {y0:.3g} to {y1:.3g}; shaded: the episodes of {legend}</p>" if modes else \
-        f"<p>reward from {y0:.3g} to {y1:.3g}; no failure episode</p>"
-    return "".join(parts) + caption
+    caption = f"reward from {r0:.3g} to {r1:.3g}; " + (f"shaded: the episodes of {legend}" if modes else
+                                                         "no failure episode")
+    if track:
+        caption += (f"; <span style='color:{FORECAST_COLOUR}'>blue</span>: the plateau forecast of each read with "
+                    "its 80% interval")
+    return "".join(parts) + f"<p>{caption}</p>"
+
+
+def _number(value: Any, step: bool = False) -> str:
+    """A forecast's number as the page prints it: 3 significant digits (no exponent from 1000 on), a ``step`` as a
+    whole step; "n/a" where there is none."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    if not math.isfinite(number):
+        return "n/a"
+    if step:
+        return f"step {round(number):d}"
+    return f"{number:.0f}" if abs(number) >= 1000 else f"{number:.3g}"
 
 
 def live_html(payload: Mapping[str, Any]) -> str:
@@ -145,8 +199,8 @@ def live_html(payload: Mapping[str, Any]) -> str:
     parts += ["<h2>Failure modes</h2><table><tr><th>mode</th><th>state</th><th>onset</th><th>severity</th>"
               "<th>verdict</th><th>reason</th></tr>", *rows, "</table>", "<h2>The reward</h2>", curve_svg(payload),
               "<h2>Forecast</h2>",
-              f"<p>plateau {esc(str(plateau.get('mean')))} (80%: {esc(str(plateau.get('lo80')))} to "
-              f"{esc(str(plateau.get('hi80')))}); t90 {esc(str(t90.get('mean')))}; "
+              f"<p>plateau {_number(plateau.get('mean'))} (80%: {_number(plateau.get('lo80'))} to "
+              f"{_number(plateau.get('hi80'))}); t90 {_number(t90.get('mean'), step=True)}; "
               f"{esc(str(forecast.get('message') or ''))}</p>", "<h2>Theorem 7</h2><ul>"]
     for key in ("configuration", "measured"):
         line = (theory.get(key) or {}).get("line")
