@@ -163,11 +163,11 @@ def test_the_worker_writes_the_previous_reads_files_while_training_goes_on(tmp_p
 
 
 def test_a_read_that_raises_in_the_worker_is_one_warning_and_the_reads_go_on(tmp_path):
-    """An entry the log cannot have (step 5 after step 9) at the first read only (step 10): the worker's read raises
-    (pgrpo diagnose's "steps go backwards"); the warning comes at the next read's log event (20), the reads at 20
-    and 30 are made."""
+    """An entry the log cannot have (step 1 after step 9: back to the log's first step, not a resume) at the first
+    read only (step 10): the worker's read raises (pgrpo diagnose's "steps go backwards"); the warning comes at the
+    next read's log event (20), the reads at 20 and 30 are made."""
     history = PLANTED["planted_healthy"]["log_history"][:30]
-    bad = {"reward": 0.1, "step": 5}
+    bad = {"reward": 0.1, "step": 1}
 
     def spoil(state):
         if state.global_step == 9:

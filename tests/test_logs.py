@@ -161,3 +161,52 @@ def test_diagnose_and_compare_read_a_run_of_a_w_and_b_export(tmp_path, capsys):
     assert curves.model == "lr3e-6" and list(curves.series("reward")[1]) == [0.5, 0.6, 0.7]
     assert main(["diagnose", str(path)]) == 2
     assert "W&B export of 2 runs" in capsys.readouterr().err
+
+
+# ---- a run resumed from a checkpoint into the same log -------------------------------------------------------------
+
+
+def _resumed_history() -> list[dict]:
+    """Steps 1-12 logged, the process killed, the run resumed from checkpoint-8: steps 9-14 logged again with other
+    values (the rows of steps 9-12 logged before the resume were lost with their process); an eval row at step 10
+    before the resume and one after it."""
+    before = [{"step": s, "reward": 0.1 * s} for s in range(1, 13)] + [{"step": 10, "eval_reward": 0.5}]
+    after = [{"step": s, "reward": 0.1 * s + 0.05} for s in range(9, 15)] + [{"step": 10, "eval_reward": 0.7}]
+    before.sort(key=lambda e: e["step"])
+    after.sort(key=lambda e: e["step"])
+    return before + after
+
+
+def test_a_resumed_run_keeps_the_rows_logged_after_the_resume(tmp_path, capsys):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": _resumed_history()}))
+    out = read_run_log(path)
+    assert out["step"].tolist() == list(range(1, 15))
+    expected = [0.1 * s for s in range(1, 9)] + [0.1 * s + 0.05 for s in range(9, 15)]
+    assert out["reward"].tolist() == pytest.approx(expected)
+    assert out.loc[out["step"] == 10, "eval_reward"].tolist() == [0.7]  # the eval after the resume
+    assert out.attrs["resumes"] == [{"step": 9, "superseded": 5, "last_superseded": 12}]
+    note = capsys.readouterr().err
+    assert "resumed from a checkpoint at step 9 (5 row(s) logged at steps 9 to 12" in note
+    read_run_log(path)
+    assert capsys.readouterr().err == ""  # told once per process (a watch re-reads its log every minute)
+
+
+def test_two_resumes_in_a_csv_and_the_cases_that_are_not_resumes(tmp_path):
+    rows = ([(s, 1.0) for s in range(1, 31)] + [(s, 2.0) for s in range(25, 61)] + [(s, 3.0) for s in range(55, 81)])
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows, columns=["train/global_step", "train/reward"]).to_csv(path, index=False)
+    out = read_run_log(path)
+    assert out["step"].tolist() == list(range(1, 81))
+    assert out["reward"].tolist() == [1.0] * 24 + [2.0] * 30 + [3.0] * 26
+    assert out.attrs["resumes"] == [{"step": 25, "superseded": 6, "last_superseded": 30},
+                                    {"step": 55, "superseded": 6, "last_superseded": 60}]
+    # back to the first step: a second run, not a resume
+    restart = [{"step": s, "reward": 0.1} for s in (1, 2, 3)] + [{"step": s, "reward": 0.2} for s in (1, 2)]
+    # out of order row by row (each go-back alone would read as a resume, but three in six rows): neither
+    shuffled = [{"step": s, "reward": 0.1} for s in (1, 5, 3, 9, 4, 2)]
+    for history in (restart, shuffled):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(history))
+        with pytest.raises(InputError, match="steps go backwards .* is it two runs in one file"):
+            read_run_log(path)

@@ -13,8 +13,11 @@ Logs not written by this workflow are normalised here too (the files are read by
 TRL's ``log_history`` (:func:`frame_from_log_history`), TRL/W&B-style CSVs (``train/reward``, ``train/global_step``,
 ``eval/reward``; a W&B export's ``Step`` and ``<run> - <key>`` columns), old TRL key names (``completion_length``,
 ``rewards/<fn>`` without ``/mean``) and several reward functions (``rewards/<fn>/mean``; their sum is the reward
-where the log has no ``reward``). A log whose steps go backwards, or that logs one quantity twice at one step with
-two values, is refused with one line naming the step: such a log is two runs glued together.
+where the log has no ``reward``). A run resumed from a checkpoint into the same log (its steps go back to a step after
+the log's first) is read as resumed: the rows logged from that step on before the resume are replaced by those
+logged after it (:func:`superseded_by_resumes`). A log whose steps go back to its first step or before, or that
+logs one quantity twice at one step with two values, is refused with one line naming the step: such a log is two
+runs glued together.
 
 """
 
@@ -123,6 +126,42 @@ def _modern_keys(frame: pd.DataFrame) -> pd.DataFrame:
 BOOKKEEPING: frozenset[str] = frozenset({"epoch", "total_flos", "num_input_tokens_seen", "num_tokens"})
 
 
+#: the fewest logged rows per resume a resumed run has (a requeue every few rows is a log out of order instead)
+ROWS_PER_RESUME = 10
+
+
+def superseded_by_resumes(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, int]]]:
+    """A run resumed from a checkpoint into the same log (a SLURM requeue appending to one CSV, a W&B run resumed
+    under its id): where the steps go back to a step after the log's first one, the run went on from its checkpoint
+    and the rows it had logged from that step on, before the resume, were lost with the process that logged them
+    (the checkpoint predates them). Those rows are dropped and the rows logged after the resume kept. Steps that go
+    back to the log's first step or before are left for :func:`_check_steps` to refuse (two runs in one file).
+    Returns the frame and one ``{"step", "superseded", "last_superseded"}`` per resume, in log order."""
+    steps = frame["step"].to_numpy(np.int64)
+    keep = np.ones(steps.size, bool)
+    resumes: list[dict[str, int]] = []
+    for i in range(1, steps.size):
+        earlier = keep[:i]
+        if not earlier.any() or steps[i] >= steps[:i][earlier].max():
+            continue
+        if steps[i] <= steps[:i][earlier].min():  # back to the start: two runs, not a resumed one
+            return frame, []
+        superseded = earlier & (steps[:i] >= steps[i])
+        keep[:i] &= ~superseded
+        resumes.append({"step": int(steps[i]), "superseded": int(superseded.sum()),
+                        "last_superseded": int(steps[:i][superseded].max())})
+    if len(resumes) * ROWS_PER_RESUME > steps.size:  # a log out of order row by row, not a run resumed a few times
+        return frame, []
+    return (frame.loc[keep].reset_index(drop=True) if resumes else frame), resumes
+
+
+def resume_note(source: str, resumes: Sequence[dict[str, int]]) -> str:
+    """One line naming each resume :func:`superseded_by_resumes` read in ``source``."""
+    parts = [f"at step {r['step']} ({r['superseded']} row(s) logged at steps {r['step']} to {r['last_superseded']} "
+             "before it replaced by those logged after it)" for r in resumes]
+    return f"log {source}: read as a run resumed from a checkpoint " + "; ".join(parts)
+
+
 def _check_steps(frame: pd.DataFrame, source: str) -> None:
     """Steps never go backwards, and no quantity is logged twice at one step (TRL's eval and summary rows share the
     step of a train row but log other quantities; :data:`BOOKKEEPING` keys such as ``epoch`` may repeat)."""
@@ -130,8 +169,9 @@ def _check_steps(frame: pd.DataFrame, source: str) -> None:
     back = np.flatnonzero(np.diff(steps) < 0)
     if back.size:
         i = int(back[0])
-        raise InputError(f"log {source}: steps go backwards (step {steps[i + 1]} after step {steps[i]}); "
-                         f"is it two runs in one file?")
+        raise InputError(f"log {source}: steps go backwards (step {steps[i + 1]} after step {steps[i]}), not as a run "
+                         "resumed from a checkpoint does (back to a step after the log's first, then on in order): "
+                         "is it two runs in one file?")
     duplicated = frame["step"].duplicated(keep=False)
     if not duplicated.any():
         return
@@ -175,6 +215,10 @@ def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise InputError(f"log {source} has no row with a step number")
     frame["step"] = step[step.notna()].astype(np.int64)
     frame = _modern_keys(frame)
+    resolved, resumes = superseded_by_resumes(frame)
+    if resumes and (np.diff(resolved["step"].to_numpy(np.int64)) < 0).any():
+        resolved, resumes = frame, []  # still out of order once the resumes are read: not a resumed run
+    frame = resolved
     _check_steps(frame, source)
     keep = ["step"]
     for column in frame.columns:
@@ -192,7 +236,9 @@ def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     frame = frame[keep]
     if frame["step"].duplicated().any():
         frame = frame.groupby("step", sort=True).last().reset_index()  # last non-null per column
-    return frame.sort_values("step").reset_index(drop=True)
+    frame = frame.sort_values("step").reset_index(drop=True)
+    frame.attrs["resumes"] = resumes
+    return frame
 
 
 def aggregate_seeds(logs: Sequence[pd.DataFrame], min_seeds: int = 1) -> pd.DataFrame:

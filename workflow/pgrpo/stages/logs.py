@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from pgrpo.errors import InputError
-from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log, wandb_runs
+from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log, resume_note, wandb_runs
 
 _NON_FINITE_TOKENS = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
@@ -116,6 +117,18 @@ def _csv_frame(path: Path, run: str | None = None) -> tuple[pd.DataFrame, dict[s
     return frame, non_finite
 
 
+#: the resumes told so far in this process (a watch re-reads its log every minute: told once)
+_TOLD_RESUMES: set[tuple[str, int]] = set()
+
+
+def _tell_resumes(source: str, resumes: list[dict[str, int]]) -> None:
+    """One line on stderr for the resumes of ``source`` not told before in this process."""
+    new = [r for r in resumes if (source, r["step"]) not in _TOLD_RESUMES]
+    if new:
+        _TOLD_RESUMES.update((source, r["step"]) for r in new)
+        print(f"note: {resume_note(source, new)}", file=sys.stderr, flush=True)
+
+
 def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFrame:
     """A run's per-step log, one row per step, under the workflow's column names (see the module docstring).
 
@@ -136,6 +149,7 @@ def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFra
                          "a divergence")
     frame = frame.replace([np.inf, -np.inf], np.nan)
     out = normalize_log(frame, str(file))
+    _tell_resumes(str(file), out.attrs.get("resumes") or [])
     out.attrs["non_finite"] = {column: sorted(float(s) for s in steps if isinstance(s, (int, float)))
                                for column, steps in non_finite.items()}
     return out
