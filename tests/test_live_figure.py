@@ -80,4 +80,4 @@ def test_replay_png_on_the_command_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pgrpo", "replay", str(paths["trainer_state"]), "--stop-on",
                            "degeneracy", "--png", str(out), "--quiet"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"; figure: {out}" in done.stdout

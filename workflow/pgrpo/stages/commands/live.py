@@ -132,7 +132,8 @@ def _replay(args):
     alerts = ", ".join(f"{a['mode']} at step {a['read_step']:g}" for a in result["alerts"]) or "none"
     print(f"replay of {args.log}: {len(result['reads'])} reads every {args.every} logged steps"
           f"{' (synchronous)' if args.synchronous else ''}; first flagged: {first}; alerts: {alerts}; "
-          + (f"stopped at step {stopped['step']:g}{decided} ({stopped['reason']})" if stopped else "not stopped"))
+          + (f"stopped at step {stopped['step']:g}{decided} ({stopped['reason']})" if stopped else "not stopped")
+          + (f"; figure: {args.png}" if args.png else ""))
 
 
 def _watch(args):
