@@ -134,25 +134,31 @@ def superseded_by_resumes(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[
     """A run resumed from a checkpoint into the same log (a SLURM requeue appending to one CSV, a W&B run resumed
     under its id): where the steps go back to a step after the log's first one, the run went on from its checkpoint
     and the rows it had logged from that step on, before the resume, were lost with the process that logged them
-    (the checkpoint predates them). Those rows are dropped and the rows logged after the resume kept. Steps that go
-    back to the log's first step or before are left for :func:`_check_steps` to refuse (two runs in one file).
-    Returns the frame and one ``{"step", "superseded", "last_superseded"}`` per resume, in log order."""
+    (the checkpoint predates them). Those rows are dropped and the rows logged after the resume kept. A log whose steps
+    go back to its first step or before, or that goes back more than once per :data:`ROWS_PER_RESUME` rows, is not
+    read as resumed at all; :func:`_check_steps` refuses it (two runs in one file, or rows out of order).
+    Returns the frame and one ``{"step", "superseded", "last_superseded"}`` per resume, in log order. Linear in the
+    log's rows plus the rows before each resume."""
     steps = frame["step"].to_numpy(np.int64)
+    if steps.size < 2 or not (np.diff(steps) < 0).any():
+        return frame, []
     keep = np.ones(steps.size, bool)
     resumes: list[dict[str, int]] = []
+    first, kept_max = steps[0], steps[0]  # the first row is kept by any resume (it goes back to a later step)
     for i in range(1, steps.size):
-        earlier = keep[:i]
-        if not earlier.any() or steps[i] >= steps[:i][earlier].max():
+        if steps[i] >= kept_max:
+            kept_max = steps[i]
             continue
-        if steps[i] <= steps[:i][earlier].min():  # back to the start: two runs, not a resumed one
+        if steps[i] <= first:  # back to the start: two runs, not a resumed one
             return frame, []
-        superseded = earlier & (steps[:i] >= steps[i])
+        superseded = keep[:i] & (steps[:i] >= steps[i])
         keep[:i] &= ~superseded
         resumes.append({"step": int(steps[i]), "superseded": int(superseded.sum()),
                         "last_superseded": int(steps[:i][superseded].max())})
-    if len(resumes) * ROWS_PER_RESUME > steps.size:  # a log out of order row by row, not a run resumed a few times
-        return frame, []
-    return (frame.loc[keep].reset_index(drop=True) if resumes else frame), resumes
+        if len(resumes) * ROWS_PER_RESUME > steps.size:  # out of order row by row, not a run resumed a few times
+            return frame, []
+        kept_max = steps[i]  # the rows kept before it are all below it
+    return frame.loc[keep].reset_index(drop=True), resumes
 
 
 def resume_note(source: str, resumes: Sequence[dict[str, int]]) -> str:
