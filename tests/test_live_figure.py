@@ -3,11 +3,13 @@ against records written here by hand, and the command writes it for a planted st
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 
 from pgrpo.figures.live import SEVERITY_COLOURS, flagged_reads, plateau_track, replay_figure
 from tests._live_helpers import PLANTED, write_formats
@@ -81,3 +83,30 @@ def test_replay_png_on_the_command_line(tmp_path):
                            "degeneracy", "--png", str(out), "--quiet"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"; figure: {out}" in done.stdout
+
+
+# ---- the workflow's runs: rule live_replay models the callback rule train attaches -------------------------------
+
+
+@pytest.mark.parametrize("live, expected", [
+    ({}, "--every 10 --reward-range 0 1"),
+    ({"every": 5, "stop_on": ["degeneracy", "no_learning"], "stop_if_plateau_below": 0.25,
+      "on_alert": "mail me"}, "--every 5 --reward-range 0 1 --stop-on degeneracy no_learning "
+                               "--stop-if-plateau-below 0.25"),
+    ({"stop_if_reached": 0.9}, "--every 10 --reward-range 0 1 --stop-if-reached 0.9"),
+])
+def test_the_replay_of_a_workflow_run_takes_the_callbacks_settings(live, expected, tmp_path):
+    """The flags written by hand from training.live, and parsed by pgrpo's own parser into the settings the callback
+    of rule train (pgrpo.grpo.trainer._live_callback) is built with."""
+    from pgrpo.cli import build_parser
+    from pgrpo.grpo.trainer import _live_callback
+    from pgrpo.grpo.training_config import TRAINING_DEFAULTS, live_replay_flags
+
+    training = {**TRAINING_DEFAULTS, "live": {**TRAINING_DEFAULTS["live"], **live}}
+    flags = live_replay_flags(training)
+    assert flags == expected
+    args = build_parser().parse_args(["replay", "log.csv", *shlex.split(flags)])
+    settings = _live_callback(training, tmp_path).settings
+    assert (args.every, tuple(args.stop_on or ()), args.stop_if_plateau_below, args.stop_if_reached,
+            tuple(args.reward_range)) == (settings.every, settings.stop_on, settings.stop_if_plateau_below,
+                                          settings.stop_if_reached, settings.reward_range)

@@ -113,6 +113,10 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
     for key, value in edits.items():
         config["training"][key] = value
         assert executed(run()) == set(), f"editing training.{key} re-ran jobs"
+    # a report-only live setting (the read interval): the run's live reads are drawn again, nothing is re-trained
+    # (and, as after any job, the cost table and the README's numbers that quote it)
+    config["training"]["live"] = {**config["training"].get("live", {}), "every": 2}
+    assert {rule for rule, _ in executed(run())} == {"live_replay", "job_costs", "readme_numbers"}
     log_csv.unlink()  # as if the job had been killed after its last checkpoint (Snakemake remakes a missing
     resumed = executed(run(str(log_csv.relative_to(tmp_path))))  # intermediate file when it is asked for)
     assert ("train", "results/train/tiny/G4/seed1/log.csv") in resumed
@@ -127,7 +131,7 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
     jobs = executed(run())
     assert {rule for rule, _ in jobs} == {"train", "aggregate_seeds", "fit_laws", "figure1", "forecast_run",
                                           "forecast_summary", "diagnostics", "evaluate", "table1", "passk_curves",
-                                          "forecast_benchmark", "readme_numbers", "job_costs"}
+                                          "forecast_benchmark", "live_replay", "readme_numbers", "job_costs"}
     assert {out for rule, out in jobs if rule == "evaluate"} == {
         "results/evaluate/tiny/G4_seed1/synthetic-test.json", "results/evaluate/tiny/G4_seed1/synthetic-ood.json"}
     assert log_csv.read_text() != before

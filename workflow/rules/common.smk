@@ -19,6 +19,7 @@ from pgrpo.config import (  # noqa: E402
 from pgrpo.atomic import write_text  # noqa: E402
 from pgrpo.grpo.training_config import (
     bookkeeping_section,
+    live_replay_flags,
     trajectory_section,
 )  # noqa: E402
 
@@ -292,6 +293,7 @@ def all_targets(readme=True):
             *[f"results/fit/{model}/fits.md" for model in config["models"]],
             "results/forecast/summary.md",
             "results/diagnostics/verdicts.md",
+            *[f"results/live/{model}/G{G}/seed{seed}.png" for model, G, seed in runs()],
         ]
     if runs() and config["benchmarks"]:
         targets += ["results/tables/table1.html", "results/figures/passk.png"]

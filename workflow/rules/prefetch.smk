@@ -32,6 +32,7 @@ localrules:
     figure1,
     forecast_run,
     forecast_summary,
+    live_replay,
     diagnostics,
     table1,
     passk_curves,

@@ -48,6 +48,7 @@ from pgrpo.grpo.time_limit import (
 )
 from pgrpo.grpo.time_limit_callback import checkpoint_on_signal_callback_class
 from pgrpo.grpo.training_config import (
+    LIVE_REWARD_RANGE,
     build_grpo_config,
     build_lora_config,
     evaluation_seed,
@@ -293,7 +294,7 @@ def _live_callback(training: dict, out: Path):
     command = live.get("on_alert")
     return DynamicsCallback(every=live["every"], stop_on=live["stop_on"],
                             stop_if_plateau_below=live["stop_if_plateau_below"],
-                            stop_if_reached=live.get("stop_if_reached"), reward_range=(0.0, 1.0),
+                            stop_if_reached=live.get("stop_if_reached"), reward_range=LIVE_REWARD_RANGE,
                             max_completion_length=training["max_completion_length"], output_dir=str(out),
                             on_alert=command_on_alert(command, out / "pgrpo" / "live.json") if command else None)
 

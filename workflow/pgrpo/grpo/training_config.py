@@ -213,6 +213,26 @@ def live_stops(live: Any) -> bool:
                                            or live.get("stop_if_reached") is not None)
 
 
+#: the reward's range the workflow's runs declare to the live callback (the answer check's reward: 1 right, 0 not)
+LIVE_REWARD_RANGE: tuple[float, float] = (0.0, 1.0)
+
+
+def live_replay_flags(training: dict[str, Any]) -> str:
+    """``pgrpo replay`` flags that model the callback ``rule train`` attaches to a run
+    (:func:`pgrpo.grpo.trainer._live_callback`): ``training.live``'s read interval and stop rules, and the reward's
+    range :data:`LIVE_REWARD_RANGE` (the completion cap is read from the run's meta.json), shell-quoted."""
+    import shlex
+
+    live = {**TRAINING_DEFAULTS["live"], **(training.get("live") or {})}
+    flags = ["--every", str(int(live["every"])), "--reward-range", *(f"{v:g}" for v in LIVE_REWARD_RANGE)]
+    if live.get("stop_on"):
+        flags += ["--stop-on", *map(str, live["stop_on"])]
+    for key in ("stop_if_plateau_below", "stop_if_reached"):
+        if live.get(key) is not None:
+            flags += [f"--{key.replace('_', '-')}", f"{float(live[key]):g}"]
+    return " ".join(shlex.quote(flag) for flag in flags)
+
+
 #: Sub-keys of a ``training:`` section that never shape the trajectory, even where the section does (``live`` with
 #: a stop rule): the command run on an alert reads the log and changes no step.
 BOOKKEEPING_SUBKEYS: dict[str, tuple[str, ...]] = {"live": ("on_alert",)}
