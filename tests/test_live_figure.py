@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from pgrpo.figures.live import SEVERITY_COLOURS, flagged_reads, plateau_track, replay_figure
+from pgrpo.figures.live import SEVERITY_COLOURS, flagged_reads, replay_figure
+from pgrpo.live.page import plateau_segments
 from tests._live_helpers import PLANTED, write_formats
 
 #: a replay record by hand: three reads, the second carries no forecast (between forecasts), a stop at step 40
@@ -32,11 +33,13 @@ REPLAY = {
 }
 
 
-def test_the_plateau_track_keeps_the_reads_that_forecast():
-    step, mean, lo, hi = plateau_track(REPLAY["reads"])
-    assert step.tolist() == [10.0, 30.0] and mean.tolist() == [0.2, 0.25]
-    assert lo.tolist() == [0.1, 0.2] and hi.tolist() == [0.5, 0.3]
-    assert all(a.size == 0 for a in plateau_track([{"step": 5.0, "plateau": None}]))
+def test_the_plateau_segments_keep_the_reads_that_forecast():
+    segments = plateau_segments(REPLAY["reads"], 40.0)
+    assert [(a, b) for a, b, _, _, _ in segments] == [(10.0, 30.0), (30.0, 40.0)]  # held to the next, the last to 40
+    assert [m for _, _, m, _, _ in segments] == [0.2, 0.25]
+    assert [lo for _, _, _, lo, _ in segments] == [0.1, 0.2] and [hi for *_, hi in segments] == [0.5, 0.3]
+    assert plateau_segments(REPLAY["reads"], 20.0)[-1][:2] == (30.0, 30.0)  # never before its own read
+    assert plateau_segments([{"step": 5.0, "plateau": None}], 9.0) == []
 
 
 def test_flagged_reads_carry_severity_and_the_held_stop_in_first_flag_order():

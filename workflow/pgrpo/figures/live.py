@@ -11,7 +11,6 @@ still allows a recovery, or the run is too young); a mode in ``--stop-on`` is na
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -19,25 +18,12 @@ import numpy as np  # noqa: E402
 
 from pgrpo.figures.forecasts import run_label
 from pgrpo.figures.style import BAND_ALPHA, style
+from pgrpo.live.page import plateau_segments
 
 _FORECAST = "#1f77b4"
 _STOP = "#d62728"
 #: a flag's mark by its severity (a stop needs at least ``medium`` by default: ``LiveSettings.stop_severities``)
 SEVERITY_COLOURS = {"low": "#fdd0a2", "medium": "#fd8d3c", "high": "#a63603"}
-
-
-def _num(value: Any) -> float:
-    return float("nan") if value is None else float(value)
-
-
-def plateau_track(reads: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(read steps, plateau mean, lo80, hi80) of the reads that forecast (a read between forecasts carries none)."""
-    rows = [(float(r["step"]), _num(p.get("mean")), _num(p.get("lo80")), _num(p.get("hi80")))
-            for r in reads if isinstance(p := r.get("plateau"), Mapping) and math.isfinite(_num(p.get("mean")))]
-    if not rows:
-        return (np.array([]),) * 4
-    step, mean, lo, hi = (np.array(column, float) for column in zip(*rows))
-    return step, mean, lo, hi
 
 
 def flagged_reads(reads: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[float, str, bool]]]:
@@ -64,12 +50,12 @@ def replay_figure(steps: np.ndarray, rewards: np.ndarray, replay: Mapping[str, A
         fig, (ax, strip) = plt.subplots(2, 1, figsize=(6.2, 3.2 + 0.22 * max(len(flags), 1)), sharex=True,
                                         gridspec_kw={"height_ratios": (3.0, 0.45 + 0.28 * max(len(flags), 1))})
         ax.plot(steps, rewards, color="0.6", linewidth=0.6, label="logged reward")
-        track_step, mean, lo, hi = plateau_track(reads)
-        if track_step.size:  # each read's forecast held until the next, the last one to the stop or the log's end
-            end = float(stopped["step"]) if stopped else (float(steps.max()) if steps.size else track_step[-1])
-            if end > track_step[-1]:
-                track_step, mean, lo, hi = (np.append(a, v) for a, v in
-                                            ((track_step, end), (mean, mean[-1]), (lo, lo[-1]), (hi, hi[-1])))
+        end = float(stopped["step"]) if stopped else (float(steps.max()) if steps.size else float("-inf"))
+        segments = plateau_segments(reads, end)  # each read's forecast held until the next, the last to the end
+        if segments:  # drawn as steps: each segment from its start, and the last one's stop at its level
+            starts, _, means, los, his = (list(column) for column in zip(*segments))
+            track_step = np.array(starts + [segments[-1][1]])
+            mean, lo, hi = (np.array(column + column[-1:]) for column in (means, los, his))
             ax.fill_between(track_step, lo, hi, step="post", color=_FORECAST, alpha=BAND_ALPHA, linewidth=0,
                             label="plateau forecast, 80% interval")
             ax.step(track_step, mean, where="post", color=_FORECAST, linewidth=1.1, label="plateau forecast")

@@ -15,9 +15,9 @@ TRL's ``log_history`` (:func:`frame_from_log_history`), TRL/W&B-style CSVs (``tr
 ``rewards/<fn>`` without ``/mean``) and several reward functions (``rewards/<fn>/mean``; their sum is the reward
 where the log has no ``reward``). A run resumed from a checkpoint into the same log (its steps go back to a step after
 the log's first) is read as resumed: the rows logged from that step on before the resume are replaced by those
-logged after it (:func:`superseded_by_resumes`). A log whose steps go back to its first step or before, or that
-logs one quantity twice at one step with two values, is refused with one line naming the step: such a log is two
-runs glued together.
+logged after it (:func:`superseded_by_resumes`). A log whose steps go back to its first step or before (or go back
+more often than a resumed run's do), or that logs one quantity twice at one step with two values, is refused with
+one line naming the step: such a log is two runs glued together.
 
 """
 
@@ -221,10 +221,7 @@ def normalize_log(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise InputError(f"log {source} has no row with a step number")
     frame["step"] = step[step.notna()].astype(np.int64)
     frame = _modern_keys(frame)
-    resolved, resumes = superseded_by_resumes(frame)
-    if resumes and (np.diff(resolved["step"].to_numpy(np.int64)) < 0).any():
-        resolved, resumes = frame, []  # still out of order once the resumes are read: not a resumed run
-    frame = resolved
+    frame, resumes = superseded_by_resumes(frame)  # a resumed run's rows come back in step order
     _check_steps(frame, source)
     keep = ["step"]
     for column in frame.columns:

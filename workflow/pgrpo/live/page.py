@@ -84,10 +84,12 @@ def episode_spans(payload: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     return spans
 
 
-def plateau_steps(payload: Mapping[str, Any]) -> list[tuple[float, float, float, float]]:
-    """(read step, plateau mean, lo80, hi80) of each read so far that carries a forecast (``live.reads``)."""
-    out = []
-    for read in (payload.get("live") or {}).get("reads") or []:
+def plateau_segments(reads: Sequence[Any], end: float) -> list[tuple[float, float, float, float, float]]:
+    """(start, stop, mean, lo80, hi80) of the plateau forecast of each read that carries one, held from its read until
+    the next read that forecast, the last one to ``end`` (not before its own read): what ``live.html`` and ``pgrpo
+    replay --png`` (:func:`pgrpo.figures.live.replay_figure`) draw."""
+    rows = []
+    for read in reads:
         plateau = read.get("plateau") if isinstance(read, Mapping) else None
         if not isinstance(plateau, Mapping):
             continue
@@ -96,8 +98,9 @@ def plateau_steps(payload: Mapping[str, Any]) -> list[tuple[float, float, float,
         except (KeyError, TypeError, ValueError):
             continue
         if all(math.isfinite(v) for v in row):
-            out.append(row)
-    return out
+            rows.append(row)
+    stops = [step for step, _, _, _ in rows[1:]] + ([max(float(end), rows[-1][0])] if rows else [])
+    return [(step, stop, mean, lo, hi) for (step, mean, lo, hi), stop in zip(rows, stops)]
 
 
 def curve_svg(payload: Mapping[str, Any]) -> str:
@@ -111,10 +114,10 @@ def curve_svg(payload: Mapping[str, Any]) -> str:
     steps, rewards = curve["step"], curve["reward"]
     x0, x1 = min(steps), max(steps)
     r0, r1 = min(rewards), max(rewards)
-    track = plateau_steps(payload)
+    track = plateau_segments((payload.get("live") or {}).get("reads") or [], x1)
     span = (r1 - r0) or 1.0
-    y0 = min([r0] + [max(lo, r0 - 0.5 * span) for _, _, lo, _ in track])
-    y1 = max([r1] + [min(hi, r1 + 0.5 * span) for _, _, _, hi in track])
+    y0 = min([r0] + [max(lo, r0 - 0.5 * span) for _, _, _, lo, _ in track])
+    y1 = max([r1] + [min(hi, r1 + 0.5 * span) for _, _, _, _, hi in track])
     xs = (lambda x: (x - x0) / (x1 - x0) * PLOT_W if x1 > x0 else PLOT_W / 2)
     ys = (lambda y: PLOT_H - ((min(max(y, y0), y1) - y0) / (y1 - y0) * PLOT_H if y1 > y0 else PLOT_H / 2))
     modes = list(dict.fromkeys(mode for mode, _, _ in episode_spans(payload)))
@@ -127,12 +130,9 @@ def curve_svg(payload: Mapping[str, Any]) -> str:
                      f"width='{max(right - left, 1.0):.1f}' height='{PLOT_H:g}' fill='{colour}' fill-opacity='0.18'>"
                      f"<title>{html.escape(mode)}: steps {start:g} to {end:g}</title></rect>")
     if track:  # each forecast held until the next read that forecast, the last one to the latest logged step
-        ends = [step for step, _, _, _ in track[1:]] + [max(x1, track[-1][0])]
-        upper = " ".join(f"{xs(a):.1f},{ys(hi):.1f} {xs(b):.1f},{ys(hi):.1f}"
-                         for (a, _, _, hi), b in zip(track, ends))
-        lower = " ".join(f"{xs(b):.1f},{ys(lo):.1f} {xs(a):.1f},{ys(lo):.1f}"
-                         for (a, _, lo, _), b in reversed(list(zip(track, ends))))
-        mean = " ".join(f"{xs(a):.1f},{ys(m):.1f} {xs(b):.1f},{ys(m):.1f}" for (a, m, _, _), b in zip(track, ends))
+        upper = " ".join(f"{xs(a):.1f},{ys(hi):.1f} {xs(b):.1f},{ys(hi):.1f}" for a, b, _, _, hi in track)
+        lower = " ".join(f"{xs(b):.1f},{ys(lo):.1f} {xs(a):.1f},{ys(lo):.1f}" for a, b, _, lo, _ in reversed(track))
+        mean = " ".join(f"{xs(a):.1f},{ys(m):.1f} {xs(b):.1f},{ys(m):.1f}" for a, b, m, _, _ in track)
         parts.append(f"<polygon class='plateau-band' points='{upper} {lower}' fill='{FORECAST_COLOUR}' "
                      "fill-opacity='0.2' stroke='none'/>")
         parts.append(f"<polyline class='plateau' points='{mean}' fill='none' stroke='{FORECAST_COLOUR}' "
