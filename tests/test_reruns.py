@@ -3,7 +3,8 @@ re-runs exactly the jobs that depend on it and nothing else.
 
 Every rule receives its config section as a parameter (rerun-trigger ``params``, one of the triggers the slurm/
 profile names), so a changed value makes stale exactly the jobs that read it; rule train's holds only the keys
-that shape the trajectory, so an edit of a bookkeeping key (``BOOKKEEPING_KEYS``) re-trains nothing.
+that shape the trajectory, so an edit of a bookkeeping key (``BOOKKEEPING_KEYS``) re-trains nothing. The analysis
+rules also receive the digest of the package code their command runs (``code``), so a code change re-runs them.
 """
 
 from __future__ import annotations
@@ -136,3 +137,33 @@ def test_a_change_reruns_only_what_depends_on_it(repo_root, tmp_path):
         "results/evaluate/tiny/G4_seed1/synthetic-test.json", "results/evaluate/tiny/G4_seed1/synthetic-ood.json"}
     assert log_csv.read_text() != before
     shutil.rmtree(tmp_path / "results", ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_code_change_reruns_the_jobs_that_run_that_code(repo_root, tmp_path):
+    """A job re-runs when the package code its command runs changes (its ``code`` param, the digest of that code:
+    pgrpo.stages.code_version), not when a docstring or a comment does, nor when code it does not run does."""
+    copy_workflow(repo_root, tmp_path)
+    target = "results/symbolic/verification.json"
+
+    def run(*flags: str) -> str:
+        result = subprocess.run([snakemake_bin(repo_root), target, "--profile", "profiles/local", "--cores", "1",
+                                 *flags], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result.stdout + result.stderr
+
+    def append(module: str, text: str) -> None:
+        path = tmp_path / "workflow" / "pgrpo" / module
+        path.write_text(path.read_text() + text)
+
+    assert {rule for rule, _ in executed(run())} == {"verify_symbolic"}
+    claims = tmp_path / "workflow" / "pgrpo" / "theory" / "symbolic_claims.py"
+    source = claims.read_text()
+    assert source.startswith('"""')
+    claims.write_text('"""Edited: ' + source[3:])  # the module's docstring
+    append("theory/symbolic_claims.py", "\n# a comment\n")
+    append("grpo/trainer.py", "\n_PROBE = 1\n")  # training code, which the symbolic checks do not run
+    assert "Nothing to be done" in run("-n")
+    append("theory/symbolic_claims.py", "\n_PROBE = 1\n")  # code the symbolic checks run
+    text = run("-n")
+    assert {rule for rule, _ in executed(text)} == {"verify_symbolic"} and "Params have changed" in text

@@ -22,5 +22,7 @@ rule aggregate_seeds:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("aggregate"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo aggregate {input} --out {output} > {log} 2>&1"

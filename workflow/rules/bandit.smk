@@ -14,6 +14,7 @@ rule bandit_calibrate:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit calibrate --section-json {params.bandit:q} --out {output} > {log} 2>&1"
@@ -41,6 +42,7 @@ rule bandit_sweep:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit sweep --section-json {params.bandit:q} --calibration {input}"
@@ -71,6 +73,7 @@ rule bandit_regime_map:
         runtime=20,
         mem_mb=attempt_mem(4000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit regime-map --section-json {params.bandit:q} --calibration {input}"
@@ -107,6 +110,7 @@ rule bandit_verdict:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit verdict --section-json {params.bandit:q} --calibration {input.calibration}"
@@ -128,6 +132,7 @@ rule bandit_sensitivity:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit sensitivity --section-json {params.bandit:q}"
@@ -162,6 +167,7 @@ rule bandit_finite_g:
         runtime=30,
         mem_mb=attempt_mem(4000),
     params:
+        code=code_version("bandit"),
         bandit=as_json("bandit"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo bandit finite-g --section-json {params.bandit:q} --calibration {input}"

@@ -17,6 +17,8 @@ from pgrpo.config import (  # noqa: E402
     one_line_validation_error,
 )
 from pgrpo.atomic import write_text  # noqa: E402
+from pgrpo.cli import VERBS  # noqa: E402
+from pgrpo.stages.code_version import code_digest  # noqa: E402
 from pgrpo.grpo.training_config import (
     bookkeeping_section,
     live_replay_flags,
@@ -76,6 +78,14 @@ def as_json(section):
     """
     text = json.dumps(config[section], sort_keys=True)
     return lambda wildcards: text
+
+
+def code_version(verb):
+    """The digest of the `pgrpo` code that `pgrpo VERB` runs (pgrpo.stages.code_version): param `code` of every CPU
+    rule downstream of training, so that a change to that code re-runs the job (rerun-trigger params) and what reads
+    it. Training, evaluation and what decides them (the tiny model, the data, the K_ref grid) take none: a refactor
+    re-trains nothing."""
+    return code_digest(VERBS[verb])
 
 
 def trajectory_json(wildcards):

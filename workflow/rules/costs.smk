@@ -62,6 +62,7 @@ rule job_costs:
         runtime=5,
         mem_mb=attempt_mem(1000),
     params:
+        code=code_version("job-costs"),
         graph=JOB_GRAPH,
         # the config file of this run, for pgrpo plan's column (the embedded default unless --configfile names one)
         config=lambda wildcards: ([*workflow.configfiles] or ["config/config.yaml"])[-1],

@@ -55,6 +55,7 @@ rule diagnostics:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("diagnostics"),
         diagnostics=as_json("diagnostics"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo diagnostics --section-json {params.diagnostics:q}"
@@ -88,6 +89,8 @@ rule diagnose_benchmark:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("diagnose-benchmark"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo diagnose-benchmark --data-dir benchmarks/forecast/data"
         " --out results/diagnose_benchmark > {log} 2>&1"

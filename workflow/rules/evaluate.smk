@@ -100,6 +100,8 @@ rule table1:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("table1"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo table1 {input} --csv {output.csv} --md {output.md}"
         " --tex {output.tex} --html {output.html} --summary-csv {output.summary} > {log} 2>&1"
@@ -126,6 +128,8 @@ rule passk_curves:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("passk-curves"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo passk-curves {input} --csv {output.csv} --pdf {output.pdf}"
         " --png {output.png} > {log} 2>&1"

@@ -32,6 +32,7 @@ rule fit_laws:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("fit"),
         fitting=as_json("fitting"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo fit --section-json {params.fitting:q} --aggregates {input.aggregates}"
@@ -63,6 +64,8 @@ rule figure1:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("figure1"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo figure1 --aggregates {input.aggregates} --fits {input.fits}"
         " --pdf {output.pdf} --png {output.png} > {log} 2>&1"
@@ -88,6 +91,7 @@ rule forecast_run:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("forecast"),
         fitting=as_json("fitting"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast {input.log} --meta {input.meta} --section-json {params.fitting:q}"
@@ -113,6 +117,8 @@ rule forecast_summary:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("forecast-summary"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast-summary {input} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
@@ -153,6 +159,7 @@ rule forecast_benchmark:
         mem_mb=attempt_mem(4000),
         cpus_per_task=lambda wildcards, threads: threads,
     params:
+        code=code_version("forecast-benchmark"),
         section=as_json("forecast_benchmark"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo forecast-benchmark --section-json {params.section:q} --workers {threads}"

@@ -105,6 +105,7 @@ rule kref_sweep:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("kref-sweep"),
         smoothing=config["kref_sweep"]["smoothing"],
         noise_multiple=config["kref_sweep"]["noise_multiple"],
     shell:

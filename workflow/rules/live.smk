@@ -27,6 +27,8 @@ rule live_benchmark:
         runtime=benchmark_runtime,
         mem_mb=attempt_mem(2000),
         cpus_per_task=lambda wildcards, threads: threads,
+    params:
+        code=code_version("live-benchmark"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo live-benchmark --data-dir benchmarks/forecast/data"
         " --out results/live_benchmark --workers {threads} > {log} 2>&1"
@@ -60,6 +62,7 @@ rule live_replay:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("replay"),
         flags=live_replay_flags(config["training"]),
     shell:
         "PYTHONPATH=workflow python -m pgrpo replay {input.log} --meta {input.meta} {params.flags}"

@@ -22,6 +22,7 @@ rule readme_numbers:
         runtime=10,
         mem_mb=attempt_mem(2000),
     params:
+        code=code_version("readme"),
         flags=readme_flags,
     shell:
         "PYTHONPATH=workflow python -m pgrpo readme numbers {params.flags}"

@@ -18,5 +18,7 @@ rule verify_symbolic:
     resources:
         runtime=10,
         mem_mb=attempt_mem(2000),
+    params:
+        code=code_version("symbolic"),
     shell:
         "PYTHONPATH=workflow python -m pgrpo symbolic --json {output.json} --md {output.md} > {log} 2>&1"

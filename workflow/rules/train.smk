@@ -107,6 +107,7 @@ if EVAL_IN_JOBS:
             "../../envs/analysis.yaml"
         params:
             training=trajectory_json,
+            code=code_version("join-evaluations"),
         shell:
             "PYTHONPATH=workflow python -m pgrpo join-evaluations --train-log {input.train_log} --evals {input.evals}"
             " --training-json {params.training:q} --csv {output} > {log} 2>&1"
