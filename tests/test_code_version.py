@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgrpo.cli import VERBS
-from pgrpo.stages.code_version import code_closure, code_digest, digest_of
+from pgrpo.stages.code_version import ModuleCache, code_closure, code_digest, code_digests, digest_of
 
 DEMO = "pgrpo.stages.commands.demo"
 
@@ -132,6 +132,21 @@ def test_the_other_verbs_of_the_command_module_are_not_part_of_a_verbs_code(pack
     assert digest(package, "_one") == one and digest(package, "_two") != two
 
 
+def test_the_cache_file_gives_the_same_digests_and_sees_a_changed_file(package, tmp_path):
+    cache_file = tmp_path / "cache" / "digests.json"
+    fresh = digest(package, "_one")
+    assert digest_of(code_closure(DEMO, "_one", package, ModuleCache(cache_file))) == fresh
+    cache = ModuleCache(cache_file)
+    code_closure(DEMO, "_one", package, cache)
+    cache.save()
+    assert {key.split("::")[1] for key in ModuleCache(cache_file).entries} == {
+        "pgrpo", "pgrpo.stages", "pgrpo.stages.commands", "pgrpo.core", "pgrpo.helper"}
+    edit(package, "helper.py", "41", "420")  # another size: the entry is stale whatever the clock's resolution
+    assert digest_of(code_closure(DEMO, "_one", package, ModuleCache(cache_file))) == digest(package, "_one") != fresh
+    cache_file.write_text("{not json")  # a damaged cache is rebuilt, not trusted
+    assert digest_of(code_closure(DEMO, "_one", package, ModuleCache(cache_file))) == digest(package, "_one")
+
+
 def test_the_real_verbs_reach_their_stages_and_the_analysis_verbs_no_training_code():
     fit = set(code_closure("pgrpo.stages.commands.fit", "_fit"))
     assert {"pgrpo.stages.fit", "pgrpo.fit.laws", "pgrpo.fit.least_squares"} <= fit
@@ -144,6 +159,7 @@ def test_the_real_verbs_reach_their_stages_and_the_analysis_verbs_no_training_co
         handler = VERBS[verb]
         assert "pgrpo.grpo.trainer" not in code_closure(handler.__module__, handler.__name__), verb
     assert re.fullmatch(r"[0-9a-f]{16}", code_digest(VERBS["fit"]))
+    assert code_digests({"fit": VERBS["fit"]}) == {"fit": code_digest(VERBS["fit"])}
 
 
 #: every CPU rule downstream of training; the rules that train, evaluate or decide what is trained take no code param

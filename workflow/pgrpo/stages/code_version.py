@@ -18,7 +18,8 @@ The code of a verb is read from the source with :mod:`ast`, never imported:
 
 Each part is hashed as its syntax tree without docstrings (``ast.dump``, no line numbers), so an edit of a comment,
 a docstring or the layout changes nothing; a change to a statement, a name or a constant does. Python files only:
-data files a stage reads are the rule's inputs.
+data files a stage reads are the rule's inputs. The modules' hashes are kept between processes in a cache file
+(:class:`ModuleCache`, keyed by each file's path, mtime and size), so the workflow parses only the files that changed.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
-from functools import lru_cache
+import json
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 PACKAGE = "pgrpo"
 #: the directory of the ``pgrpo`` package (workflow/pgrpo)
@@ -122,18 +123,47 @@ def _reachable_functions(tree: ast.Module, roots: Iterable[str], exclude: set[st
     return [seen[name] for name in sorted(seen)]
 
 
-def _module_parts(name: str, package_dir: Path) -> tuple[str, frozenset[str]]:
-    """A whole module: its normalised source and the modules it imports (parsed again only when its file changed)."""
-    path = module_file(name, package_dir)
-    stat = path.stat()
-    return _parsed_module(name, path, package_dir, stat.st_mtime_ns, stat.st_size)
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
-@lru_cache(maxsize=None)
-def _parsed_module(name: str, path: Path, package_dir: Path, mtime_ns: int, size: int) -> tuple[str, frozenset[str]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    imports = imported_modules(tree.body, name, path.name == "__init__.py", package_dir)
-    return _dump([tree]), frozenset(imports - {name})
+class ModuleCache:
+    """Each whole module's hash and imports, keyed by its file's path, mtime and size, kept in a JSON file between
+    processes (``path`` None: in memory only), so that parsing the workflow does not parse the package again."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else None
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.changed = False
+        if self.path is not None and self.path.is_file():
+            try:
+                loaded = json.loads(self.path.read_text())
+                self.entries = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):  # a damaged cache is rebuilt
+                self.entries = {}
+
+    def module(self, name: str, package_dir: Path) -> tuple[str, set[str]]:
+        """The hash of the module's normalised code and the modules it imports (parsed only when its file changed)."""
+        path = module_file(name, package_dir)
+        stat = path.stat()
+        key = f"{path.resolve()}::{name}"
+        entry = self.entries.get(key)
+        if not (isinstance(entry, dict) and entry.get("mtime_ns") == stat.st_mtime_ns
+                and entry.get("size") == stat.st_size):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            imports = imported_modules(tree.body, name, path.name == "__init__.py", package_dir) - {name}
+            entry = {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size, "hash": _sha(_dump([tree])),
+                     "imports": sorted(imports)}
+            self.entries[key] = entry
+            self.changed = True
+        return entry["hash"], set(entry["imports"])
+
+    def save(self) -> None:
+        if self.path is not None and self.changed:
+            from pgrpo.atomic import write_text
+
+            write_text(self.path, json.dumps(self.entries, sort_keys=True))
+            self.changed = False
 
 
 def entry_parts(module: str, function: str, package_dir: Path = PACKAGE_DIR) -> tuple[str, set[str]]:
@@ -149,30 +179,42 @@ def entry_parts(module: str, function: str, package_dir: Path = PACKAGE_DIR) -> 
     return _dump(reachable), imports
 
 
-def code_closure(module: str, function: str, package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
-    """{module: its normalised code} of everything running ``module.function`` can import, the entry module's
-    reachable part under its own name."""
+def code_closure(module: str, function: str, package_dir: Path = PACKAGE_DIR,
+                 cache: ModuleCache | None = None) -> dict[str, str]:
+    """{module: the hash of its normalised code} of everything running ``module.function`` can import, the entry
+    module's reachable part under its own name."""
+    cache = cache or ModuleCache()
     entry, todo = entry_parts(module, function, package_dir)
-    code = {module: entry}
+    code = {module: _sha(entry)}
     todo = sorted(todo)
     while todo:
         name = todo.pop()
         if name in code:
             continue
-        code[name], imports = _module_parts(name, package_dir)
+        code[name], imports = cache.module(name, package_dir)
         todo += sorted(imports - set(code))
     return code
 
 
 def digest_of(code: dict[str, str]) -> str:
-    """sha256 over the modules in name order, ``DIGEST_CHARS`` hex digits."""
+    """sha256 over the modules' hashes in name order, ``DIGEST_CHARS`` hex digits."""
     sha = hashlib.sha256()
     for name in sorted(code):
         sha.update(name.encode() + b"\0" + code[name].encode() + b"\0")
     return sha.hexdigest()[:DIGEST_CHARS]
 
 
-def code_digest(handler: Callable[..., Any], package_dir: Path = PACKAGE_DIR) -> str:
+def code_digest(handler: Callable[..., Any], package_dir: Path = PACKAGE_DIR,
+                cache: ModuleCache | None = None) -> str:
     """The digest of the code a verb's ``handler`` (``pgrpo.cli.VERBS[verb]``) runs."""
     function = inspect.unwrap(handler)
-    return digest_of(code_closure(function.__module__, function.__name__, package_dir))
+    return digest_of(code_closure(function.__module__, function.__name__, package_dir, cache))
+
+
+def code_digests(handlers: Mapping[str, Callable[..., Any]], cache_file: str | Path | None = None,
+                 package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
+    """{verb: its digest} for every verb of ``handlers``, with the modules' hashes kept in ``cache_file``."""
+    cache = ModuleCache(cache_file)
+    digests = {verb: code_digest(handler, package_dir, cache) for verb, handler in handlers.items()}
+    cache.save()
+    return digests
