@@ -84,7 +84,8 @@ def code_version(verb):
     """The digest of the `pgrpo` code that `pgrpo VERB` runs (pgrpo.stages.code_version): param `code` of every CPU
     rule downstream of training, so that a change to that code re-runs the job (rerun-trigger params) and what reads
     it. Training, evaluation and what decides them (the tiny model, the data, the K_ref grid) take none: a refactor
-    re-trains nothing. The modules' hashes are kept in .snakemake/ between runs (only changed files are parsed)."""
+    re-trains nothing. The modules' hashes are kept in .snakemake/ between runs (only changed files are parsed).
+    """
     if not CODE_VERSIONS:
         CODE_VERSIONS.update(code_digests(VERBS, ".snakemake/pgrpo_code_digests.json"))
     return CODE_VERSIONS[verb]
