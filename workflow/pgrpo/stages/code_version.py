@@ -91,8 +91,13 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _parse(path: Path) -> ast.Module:
+    """The module's syntax tree without its docstrings (what is hashed)."""
+    return _without_docstrings(ast.parse(path.read_text(), filename=str(path)))
+
+
 def _dump(nodes: Iterable[ast.AST]) -> str:
-    return "\n".join(ast.dump(_without_docstrings(node)) for node in nodes)
+    return "\n".join(ast.dump(node) for node in nodes)
 
 
 def registered_handlers(tree: ast.Module) -> set[str]:
@@ -146,11 +151,11 @@ class ModuleCache:
         """The hash of the module's normalised code and the modules it imports (parsed only when its file changed)."""
         path = module_file(name, package_dir)
         stat = path.stat()
-        key = f"{path.resolve()}::{name}"
+        key = str(path.resolve())
         entry = self.entries.get(key)
         if not (isinstance(entry, dict) and entry.get("mtime_ns") == stat.st_mtime_ns
                 and entry.get("size") == stat.st_size):
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree = _parse(path)
             imports = imported_modules(tree.body, name, path.name == "__init__.py", package_dir) - {name}
             entry = {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size, "hash": _sha(_dump([tree])),
                      "imports": sorted(imports)}
@@ -169,7 +174,7 @@ class ModuleCache:
 def entry_parts(module: str, function: str, package_dir: Path = PACKAGE_DIR) -> tuple[str, set[str]]:
     """The part of ``module`` that running ``function`` (a verb's handler) can reach, normalised, and what it imports."""
     path = module_file(module, package_dir)
-    tree = _without_docstrings(ast.parse(path.read_text(), filename=str(path)))
+    tree = _parse(path)
     statements = [node for node in tree.body
                   if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     roots = [function, REGISTRAR] + [n.id for s in statements for n in ast.walk(s) if isinstance(n, ast.Name)]
