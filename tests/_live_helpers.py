@@ -34,7 +34,43 @@ def write_formats(history: list, folder: Path) -> dict[str, Path]:
         columns={"step": "train/global_step"})
     out["wandb_csv"] = folder / "wandb.csv"
     wandb.to_csv(out["wandb_csv"], index=False)
+    out["trl_console"] = folder / "slurm-1234.out"
+    out["trl_console"].write_text(trl_console_text(history))
+    out["verl_console"] = folder / "verl_train.log"
+    out["verl_console"].write_text(verl_console_text(history))
     return out
+
+
+def trl_console_text(history: list, total: int | None = None, buffered: bool = False) -> str:
+    """``history`` as a TRL job prints it: a config dict, then per log the progress bar's count and the log dict
+    without its step (the bar ahead of the dicts by 3 steps where ``buffered``, as when stdout is block-buffered),
+    then the end-of-training summary."""
+    total = total or int(max(entry["step"] for entry in history))
+    lines = ["Updated tokens: {'bos_token_id': None, 'pad_token_id': 151643}",
+             f"  0%|          | 0/{total} [00:00<?, ?it/s]"]
+    for entry in history:
+        step = int(entry["step"]) + (3 if buffered else 0)
+        lines.append(f"\r {100 * min(step, total) // total:3d}%|##        | {min(step, total)}/{total} "
+                     f"[00:{step % 60:02d}<01:00,  1.50s/it]")
+        lines.append(str({k: v for k, v in entry.items() if k != "step"}))
+    lines.append(str({"train_runtime": 12.5, "train_samples_per_second": 1.0, "train_loss": 0.01, "epoch": 1.0}))
+    return "\n".join(lines) + "\n"
+
+
+#: TRL's names -> verl's, for :func:`verl_console_text`
+TRL_TO_VERL = {"reward": "critic/score/mean", "kl": "actor/kl_loss", "entropy": "actor/entropy",
+               "grad_norm": "actor/grad_norm", "completions/mean_length": "response_length/mean",
+               "completions/clipped_ratio": "response_length/clip_ratio", "eval_reward": "val-core/gsm8k/reward/mean@1"}
+
+
+def verl_console_text(history: list) -> str:
+    """``history`` as verl prints it: one ``step:N - key:value - ...`` line per step behind Ray's prefix, TRL's
+    names under verl's (:data:`TRL_TO_VERL`), the other keys as they are."""
+    lines = [f"(TaskRunner pid=4242) Total training steps: {int(max(entry['step'] for entry in history))}"]
+    for entry in history:
+        pairs = [f"{TRL_TO_VERL.get(k, k)}:{v}" for k, v in entry.items() if k != "step"]
+        lines.append(f"\x1b[36m(TaskRunner pid=4242)\x1b[0m step:{int(entry['step'])} - " + " - ".join(pairs))
+    return "\n".join(lines) + "\n"
 
 
 def watch_cli(*args) -> subprocess.CompletedProcess:

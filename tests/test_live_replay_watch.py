@@ -48,7 +48,7 @@ def test_replay_of_a_healthy_run_does_not_stop_and_reads_to_the_end(tmp_path):
     assert result["reads"][-1]["step"] == steps[-1]
 
 
-@pytest.mark.parametrize("fmt", ["trainer_state", "bare", "output_folder", "wandb_csv"])
+@pytest.mark.parametrize("fmt", ["trainer_state", "bare", "output_folder", "wandb_csv", "trl_console", "verl_console"])
 def test_replay_and_watch_read_every_saved_format_alike(fmt, tmp_path):
     history = PLANTED["planted_stuck_at_zero"]["log_history"][:120]
     paths = write_formats(history, tmp_path)

@@ -51,7 +51,7 @@ def read_log(path: str, allow_non_finite: bool = False) -> RunCurves:
     except InputError:
         raise
     except (UnicodeDecodeError, ValueError, OSError) as error:
-        raise InputError(f"log {path} is not a readable CSV or trainer_state.json: "
+        raise InputError(f"log {path} is not a readable CSV, trainer_state.json or console log: "
                          f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
     non_finite = dict(frame.attrs.get("non_finite") or {})
     frame, sources = apply_aliases(frame)

@@ -1,7 +1,8 @@
 """Reading any run's log from disk, in every format a GRPO user saves (the input of ``aggregate``, ``forecast`` and
 ``diagnose``): the workflow's ``log.csv``; a TRL ``trainer_state.json``; a bare ``log_history`` list saved as JSON;
-a TRL output folder (its ``trainer_state.json``, else the one of its latest ``checkpoint-N/``); a CSV of TRL or
-W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns). A W&B export
+a TRL output folder (its ``trainer_state.json``, else the one of its latest ``checkpoint-N/``, else its newest console
+log); a training job's console output (any other file: a SLURM ``slurm-<id>.out``, a ``train.log``), in TRL's or
+verl's layout (:mod:`pgrpo.grpo.console_log`); a CSV of TRL or W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns). A W&B export
 of a panel with several runs holds one ``<run> - <key>`` column per run: ``FILE::RUN`` reads run ``RUN`` of it
 (:data:`RUN_SEPARATOR`), :func:`log_runs` lists them (how ``pgrpo forecast --compare FILE`` takes every run), and
 the file alone is an error naming its runs, never a log whose columns come from different runs.
@@ -26,11 +27,18 @@ import numpy as np
 import pandas as pd
 
 from pgrpo.errors import InputError
+from pgrpo.grpo.console_log import ConsoleLog, parse_console_log
 from pgrpo.grpo.run_log import frame_from_log_history, normalize_column, normalize_log, resume_note, wandb_runs
 
 _NON_FINITE_TOKENS = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+#: the files a folder's console logs are looked for in, when it has no trainer_state.json, log.csv or checkpoint
+CONSOLE_PATTERNS: tuple[str, ...] = ("slurm-*.out", "*.out", "*.log")
+
+#: the suffixes read as JSON and as CSV; a file with any other is read as a console log
+JSON_SUFFIXES, CSV_SUFFIXES = (".json",), (".csv",)
 
 #: ``FILE::RUN``: run ``RUN`` of a W&B export that holds several runs
 RUN_SEPARATOR = "::"
@@ -61,9 +69,14 @@ def resolve_log_path(path: str | Path) -> Path:
     checkpoints = sorted(((int(m[1]), child) for child in path.iterdir()
                           if child.is_dir() and (m := _CHECKPOINT.match(child.name))
                           and (child / "trainer_state.json").is_file()), key=lambda pair: pair[0])
-    if not checkpoints:
-        raise InputError(f"log folder {path} has no trainer_state.json, log.csv or checkpoint-N/trainer_state.json")
-    return checkpoints[-1][1] / "trainer_state.json"
+    if checkpoints:
+        return checkpoints[-1][1] / "trainer_state.json"
+    for pattern in CONSOLE_PATTERNS:
+        consoles = [child for child in path.glob(pattern) if child.is_file()]
+        if consoles:
+            return max(consoles, key=lambda child: (child.stat().st_mtime, child.name))
+    raise InputError(f"log folder {path} has no trainer_state.json, log.csv, checkpoint-N/trainer_state.json or "
+                     f"console log ({', '.join(CONSOLE_PATTERNS)})")
 
 
 def _json_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
@@ -117,6 +130,43 @@ def _csv_frame(path: Path, run: str | None = None) -> tuple[pd.DataFrame, dict[s
     return frame, non_finite
 
 
+def read_console_log(path: Path) -> ConsoleLog:
+    """A console log's history (:func:`pgrpo.grpo.console_log.parse_console_log`); InputError where the file holds
+    no log."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise InputError(f"log {path} cannot be read: {error.strerror or error}") from None
+    console = parse_console_log(text)
+    if console is None:
+        raise InputError(f"log {path} is not a log this reader knows: no TRL log dict ({{'loss': ..., 'reward': ...}}) "
+                         "and no verl step line (step:N - key:value - ...) in it; JSON logs end in .json, CSV logs in "
+                         ".csv")
+    return console
+
+
+def _console_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
+    console = read_console_log(path)
+    non_finite: dict[str, list[float]] = {}
+    for entry in console.history:
+        for key, value in entry.items():
+            if isinstance(value, float) and not math.isfinite(value) and key != "step":
+                non_finite.setdefault(normalize_column(key), []).append(entry["step"])
+    _tell_notes(str(path), console.notes)
+    return frame_from_log_history(console.history, str(path)), non_finite
+
+
+#: the console-log notes told so far in this process (a watch re-reads its log every minute: told once)
+_TOLD_NOTES: set[tuple[str, str]] = set()
+
+
+def _tell_notes(source: str, notes: list[str]) -> None:
+    for note in notes:
+        if (source, note) not in _TOLD_NOTES:
+            _TOLD_NOTES.add((source, note))
+            print(f"note: {source}: {note}", file=sys.stderr, flush=True)
+
+
 #: the resumes told so far in this process (a watch re-reads its log every minute: told once)
 _TOLD_RESUMES: set[tuple[str, int]] = set()
 
@@ -136,10 +186,16 @@ def read_run_log(path: str | Path, allow_non_finite: bool = False) -> pd.DataFra
     missing and ``frame.attrs["non_finite"]`` maps each such column to the steps where it was non-finite."""
     file = resolve_log_path(path)
     run = split_run(path)[1]
-    if run is not None and file.suffix == ".json":
+    suffix = file.suffix.lower()
+    if run is not None and suffix not in CSV_SUFFIXES:
         raise InputError(f"log {path}: '{RUN_SEPARATOR}{run}' names a run of a W&B export (a CSV); {file} is one "
                          "run's log")
-    frame, non_finite = _json_frame(file) if file.suffix == ".json" else _csv_frame(file, run)
+    if suffix in JSON_SUFFIXES:
+        frame, non_finite = _json_frame(file)
+    elif suffix in CSV_SUFFIXES:
+        frame, non_finite = _csv_frame(file, run)
+    else:
+        frame, non_finite = _console_frame(file)
     if non_finite and not allow_non_finite:
         column, steps = next(iter(non_finite.items()))
         total = sum(len(v) for v in non_finite.values())
@@ -193,12 +249,27 @@ def trainer_state_max_steps(file: str | Path) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
+def console_max_steps(file: str | Path) -> float | None:
+    """The planned length a console log prints (TRL's progress bar total, verl's ``Total training steps``), if
+    ``file`` is one that does."""
+    file = Path(file)
+    if file.suffix.lower() in JSON_SUFFIXES + CSV_SUFFIXES:
+        return None
+    try:
+        total = read_console_log(file).max_steps
+    except InputError:
+        return None
+    return float(total) if total else None
+
+
 def planned_steps(path: str | Path, meta: Mapping[str, Any] | None) -> float | None:
     """A run's planned length: its ``meta``'s ``max_steps`` (a ``meta.json``), else the ``max_steps`` of the TRL
-    ``trainer_state.json`` behind ``path``; None where neither says (or ``path`` is not written yet)."""
+    ``trainer_state.json`` behind ``path``, else the total a console log's progress bar shows; None where none says
+    (or ``path`` is not written yet)."""
     if meta and meta.get("max_steps"):
         return float(meta["max_steps"])
     try:
-        return trainer_state_max_steps(resolve_log_path(path))
+        file = resolve_log_path(path)
     except InputError:
         return None
+    return trainer_state_max_steps(file) or console_max_steps(file)

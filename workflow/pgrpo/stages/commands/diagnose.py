@@ -20,7 +20,8 @@ def add_commands(commands: Commands) -> None:
                                              "with its episodes, and the Figures 2-5 read-outs", _diagnose)
     add_section_args(p)
     p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder (its latest "
-                               "checkpoint), log.csv, or a W&B/TRL CSV (train/ eval/ names)")
+                               "checkpoint), log.csv, a W&B/TRL CSV (train/ eval/ names), or a TRL or verl job's "
+                               "console output (slurm-<id>.out, train.log)")
     p.add_argument("--out", help="directory for verdicts.json, summary.md, summary.html and the figures")
     p.add_argument("--rules", choices=["ours", "toolkit"], help="rule set for the modes (default: ours; toolkit: the "
                                                                  "post-training toolkit's GRPO rules)")

@@ -24,7 +24,8 @@ def add_commands(commands: Commands) -> None:
                                              "intervals, plateau and time to 90%%", _forecast)
     add_section_args(p)
     p.add_argument("log", nargs="*", metavar="LOG", help="log.csv, a TRL trainer_state.json, a bare log_history list "
-                                                         "(JSON), a TRL output folder, or a CSV with TRL / W&B names; "
+                                                         "(JSON), a TRL output folder, a CSV with TRL / W&B names, or a "
+                                                         "TRL or verl job's console output; "
                                                          "one, or with --compare any number")
     p.add_argument("--meta", help="meta.json of the run (reward range [0, 1], batch, Eq. 9 link)")
     p.add_argument("--fraction", type=float, help="fraction of steps to fit on (default: fitting.forecast_fraction)")

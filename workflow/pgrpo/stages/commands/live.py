@@ -16,8 +16,8 @@ def add_commands(commands: Commands) -> None:
     p = commands.add("replay", USER_TOOLS, "the live callback over a saved log as if live: when each failure mode "
                                            "would have been flagged, and where a stop rule would have stopped",
                      _replay)
-    p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder, log.csv, or a "
-                               "W&B/TRL CSV")
+    p.add_argument("log", help="trainer_state.json, a bare log_history JSON list, a TRL output folder, log.csv, a "
+                               "W&B/TRL CSV, or a TRL or verl job's console output")
     p.add_argument("--every", type=int, default=10, help="read every N logged training steps (default 10)")
     _stop_rule_arguments(p, "")
     p.add_argument("--json", help="write the replay as JSON")
@@ -36,8 +36,9 @@ def add_commands(commands: Commands) -> None:
                                           "verdict line per read, live.json beside it; several runs: a sweep, "
                                           "ranked after every round as forecast --compare ranks it", _watch)
     p.add_argument("path", nargs="+", help="a TRL output folder (its latest checkpoint), a SLURM job's output folder "
-                                           "with log.csv, or a CSV being rewritten (FILE::RUN: one run of a W&B "
-                                           "export); several: a sweep")
+                                           "with log.csv, a CSV being rewritten (FILE::RUN: one run of a W&B "
+                                           "export), or the job's console output as it is written (slurm-<id>.out: "
+                                           "TRL's printed logs or verl's step lines); several: a sweep")
     p.add_argument("--every", type=float, default=60.0, help="seconds between reads (default 60)")
     p.add_argument("--once", action="store_true", help="read once and exit")
     p.add_argument("--out", help="folder for live.json/live.html (default: <the log's folder>/pgrpo); for a sweep, "
