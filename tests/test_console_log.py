@@ -140,6 +140,9 @@ def test_verl_step_lines_one_per_line_or_one_pair_per_line_under_trls_names():
     assert second["step"] == 2 and second["eval_reward"] == 0.45 and math.isnan(second["kl"])
     assert second["val-core/math/reward/mean@1"] == 0.2  # a second data source kept under its own name
     assert third == {"step": 3, "reward": 0.375, "entropy": 0.58}
+    # a line still being written when the file is read (a watch polls a running job) waits for its newline
+    growing = parse_console_log("step:1 - critic/score/mean:0.125\nstep:2 - critic/score/mean:0.2")
+    assert [h["step"] for h in growing.history] == [1]
 
 
 def test_a_file_that_is_no_log_is_one_line_naming_it(tmp_path):

@@ -255,7 +255,8 @@ def _verl_log(text: str) -> ConsoleLog | None:
             raw.append(dict(block))
         block.clear()
 
-    for line in _ANSI.sub("", text).replace("\r", "\n").split("\n"):
+    lines = _ANSI.sub("", text).replace("\r", "\n").split("\n")
+    for line in lines[:-1]:  # the last is empty, or a line still being written (its last value may be cut short)
         one_line = _VERL_STEP.search(line)
         entry = _verl_pairs(one_line[2].split(" - ")) if one_line else {}
         if entry:
