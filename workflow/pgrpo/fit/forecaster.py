@@ -82,7 +82,8 @@ class ForecasterSettings:
     ``laws``: the candidate laws (``logistic`` is opt-in, measured on the dev split and not kept); ``theory``: add
     the Eq. 9-10 law when ``mu`` and ``K_ref`` are known;
     ``averaging``: ``akaike`` (weights) or ``best`` (the lowest AICc alone); ``criterion``: ``aicc`` or ``aic``;
-    ``slowest_rate``: no rate below ``slowest_rate / t_cut`` (None: ``0.1 / T``); ``range_prior``: bound the amplitudes to
+    ``slowest_rate``: no rate below ``slowest_rate / t_cut`` (None: ``0.1 / T``; 0.25, time scales up to four windows,
+    was chosen on the dev split against the truth in session 37, in place of issue 10's 0.5); ``range_prior``: bound the amplitudes to
     the reward's range (the declared one, else the early window's span widened by ``range_margin`` of itself on each
     side); ``binomial_noise``: scale the noise as a bounded reward's batch mean; ``pool``: pool sibling runs
     (Prop. 10); ``eval_column``: fit the eval column with the same shape; ``deviation``: forecast the run's own
@@ -120,7 +121,7 @@ class ForecasterSettings:
     eval_column: bool = True
     deviation: bool = False
     center: str = "auto"
-    slowest_rate: float | None = 0.5
+    slowest_rate: float | None = 0.25
     drift: float = 0.0
     recency: float = 1.0
     draws: int = 400

@@ -420,7 +420,7 @@ def lever_variants(default: ForecasterSettings) -> dict[str, ForecasterSettings]
         name("power_tail" in default.laws, "+ power-law tail (softmax PG's O(1/t))", "- power-law tail"):
             toggle_law("power_tail"),
         name(default.slowest_rate is not None, "+ window-bounded time scale", "- window-bounded time scale"):
-            default.replace(slowest_rate=None if default.slowest_rate is not None else 0.5),
+            default.replace(slowest_rate=None if default.slowest_rate is not None else 0.25),
         **{f"forecaster: guard {mode}" if mode != "off" else "forecaster: - level guard (the law mixture alone)":
            default.replace(guard=mode) for mode in ("off", "points", "blend", "excess", "switch") if mode != default.guard},
         name(default.flat_level == "smoothed", "flat law at the smoothed end level", "flat law at the window's mean"):
