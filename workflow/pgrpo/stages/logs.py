@@ -2,8 +2,8 @@
 ``diagnose``): the workflow's ``log.csv``; a TRL ``trainer_state.json``; a bare ``log_history`` list saved as JSON;
 a TRL output folder (its ``trainer_state.json``, else the one of its latest ``checkpoint-N/``, else its newest console
 log); a training job's console output (any other file: a SLURM ``slurm-<id>.out``, a ``train.log``), in TRL's or
-verl's layout (:mod:`pgrpo.grpo.console_log`); a CSV of TRL or W&B names (``train/reward``, ``eval/reward``, a W&B export's ``Step`` and ``<run> - <key>`` columns). A W&B export
-of a panel with several runs holds one ``<run> - <key>`` column per run: ``FILE::RUN`` reads run ``RUN`` of it
+verl's layout (:mod:`pgrpo.grpo.console_log`); a CSV of TRL or W&B names (``train/reward``, ``eval/reward``, a W&B
+export's ``Step`` and ``<run> - <key>`` columns). A W&B export of a panel with several runs holds one ``<run> - <key>`` column per run: ``FILE::RUN`` reads run ``RUN`` of it
 (:data:`RUN_SEPARATOR`), :func:`log_runs` lists them (how ``pgrpo forecast --compare FILE`` takes every run), and
 the file alone is an error naming its runs, never a log whose columns come from different runs.
 
@@ -93,13 +93,18 @@ def _json_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
         keys = ", ".join(list(state)[:8]) if isinstance(state, dict) else type(state).__name__
         raise InputError(f"log {path} is neither a TRL trainer_state.json (a 'log_history' list) nor a bare "
                          f"log_history list (found: {keys})")
+    return frame_from_log_history(history, str(path)), _non_finite_in_history(history)
+
+
+def _non_finite_in_history(history: list) -> dict[str, list[float]]:
+    """Per column, the steps of a ``log_history``'s NaN or infinite values."""
     non_finite: dict[str, list[float]] = {}
     for entry in history:
         if isinstance(entry, dict):
             for key, value in entry.items():
                 if isinstance(value, float) and not math.isfinite(value) and key != "step":
                     non_finite.setdefault(normalize_column(key), []).append(entry.get("step"))
-    return frame_from_log_history(history, str(path)), non_finite
+    return non_finite
 
 
 def _csv_frame(path: Path, run: str | None = None) -> tuple[pd.DataFrame, dict[str, list[float]]]:
@@ -130,14 +135,23 @@ def _csv_frame(path: Path, run: str | None = None) -> tuple[pd.DataFrame, dict[s
     return frame, non_finite
 
 
+#: the last console log parsed, by (path, mtime_ns, size): a watch's poll reads the log and then its planned length
+_LAST_CONSOLE: dict[tuple[str, int, int], ConsoleLog | None] = {}
+
+
 def read_console_log(path: Path) -> ConsoleLog:
-    """A console log's history (:func:`pgrpo.grpo.console_log.parse_console_log`); InputError where the file holds
-    no log."""
+    """A console log's history (:func:`pgrpo.grpo.console_log.parse_console_log`), parsed once per version of the
+    file; InputError where the file holds no log."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key not in _LAST_CONSOLE:
+            parsed = parse_console_log(path.read_text(encoding="utf-8", errors="replace"))
+            _LAST_CONSOLE.clear()
+            _LAST_CONSOLE[key] = parsed
     except OSError as error:
         raise InputError(f"log {path} cannot be read: {error.strerror or error}") from None
-    console = parse_console_log(text)
+    console = _LAST_CONSOLE[key]
     if console is None:
         raise InputError(f"log {path} is not a log this reader knows: no TRL log dict ({{'loss': ..., 'reward': ...}}) "
                          "and no verl step line (step:N - key:value - ...) in it; JSON logs end in .json, CSV logs in "
@@ -147,35 +161,27 @@ def read_console_log(path: Path) -> ConsoleLog:
 
 def _console_frame(path: Path) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     console = read_console_log(path)
-    non_finite: dict[str, list[float]] = {}
-    for entry in console.history:
-        for key, value in entry.items():
-            if isinstance(value, float) and not math.isfinite(value) and key != "step":
-                non_finite.setdefault(normalize_column(key), []).append(entry["step"])
-    _tell_notes(str(path), console.notes)
-    return frame_from_log_history(console.history, str(path)), non_finite
+    for note in _not_told(str(path), console.notes):
+        print(f"note: {path}: {note}", file=sys.stderr, flush=True)
+    return frame_from_log_history(console.history, str(path)), _non_finite_in_history(console.history)
 
 
-#: the console-log notes told so far in this process (a watch re-reads its log every minute: told once)
-_TOLD_NOTES: set[tuple[str, str]] = set()
+#: the notes told so far in this process, as (source, what): a watch re-reads its log every minute, each is told once
+_TOLD: set[tuple[str, Any]] = set()
 
 
-def _tell_notes(source: str, notes: list[str]) -> None:
-    for note in notes:
-        if (source, note) not in _TOLD_NOTES:
-            _TOLD_NOTES.add((source, note))
-            print(f"note: {source}: {note}", file=sys.stderr, flush=True)
-
-
-#: the resumes told so far in this process (a watch re-reads its log every minute: told once)
-_TOLD_RESUMES: set[tuple[str, int]] = set()
+def _not_told(source: str, items: list) -> list:
+    """The ``items`` (hashable) not told before for ``source`` in this process, now counted as told."""
+    new = [item for item in items if (source, item) not in _TOLD]
+    _TOLD.update((source, item) for item in new)
+    return new
 
 
 def _tell_resumes(source: str, resumes: list[dict[str, int]]) -> None:
     """One line on stderr for the resumes of ``source`` not told before in this process."""
-    new = [r for r in resumes if (source, r["step"]) not in _TOLD_RESUMES]
+    new_steps = set(_not_told(source, [("resume", r["step"]) for r in resumes]))
+    new = [r for r in resumes if ("resume", r["step"]) in new_steps]
     if new:
-        _TOLD_RESUMES.update((source, r["step"]) for r in new)
         print(f"note: {resume_note(source, new)}", file=sys.stderr, flush=True)
 
 
